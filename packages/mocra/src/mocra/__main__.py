@@ -1,0 +1,5 @@
+"""Run the `mocra` CLI as `python -m mocra`."""
+
+from mocra._cli import main
+
+raise SystemExit(main())
