@@ -55,7 +55,7 @@ def test_six_wheels_are_built(wheels: dict[str, pathlib.Path]) -> None:
         assert path.name.endswith("-py3-none-any.whl")
 
 
-@pytest.mark.parametrize("leaf", ["mocra_dag", "mocra_proxy"])
+@pytest.mark.parametrize("leaf", ["mocra_dag", "mocra_proxy", "mocra_cluster", "mocra_store"])
 def test_leaf_package_installs_and_imports_alone(
     ws: Workspace, wheels: dict[str, pathlib.Path], tmp_path: pathlib.Path, leaf: str
 ) -> None:

@@ -1,0 +1,227 @@
+"""`Request`: what a stage asks the downloader to fetch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import msgspec
+
+from .._errors import InvalidURL
+
+__all__ = ("Request", "RequestRecord")
+
+_JSON = msgspec.json.Encoder()
+_NO_META: Mapping[str, Any] = {}
+
+ParamValue = str | int | float | bool | None
+Params = Mapping[str, ParamValue | list[ParamValue]] | list[tuple[str, ParamValue]]
+
+
+def check_url(url: str) -> str:
+    """Return `url` unchanged if it can be crawled, else raise `InvalidURL` naming the problem."""
+    if not isinstance(url, str):
+        raise InvalidURL(repr(url), f"expected a str, got {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(url, str(exc)) from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidURL(url, "scheme must be http or https (resolve relative URLs with response.urljoin)")
+    if not parts.hostname:
+        raise InvalidURL(url, "no host")
+    if port == 0:
+        raise InvalidURL(url, "port 0")
+    if any(c in url for c in " \t\r\n"):
+        raise InvalidURL(url, "contains whitespace")
+    return url
+
+
+class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
+    """The wire and disk form of a `Request` (msgpack); fields are only ever appended, with defaults."""
+
+    url: str
+    method: str = "GET"
+    headers: dict[str, str] = {}
+    cookies: dict[str, str] = {}
+    body: bytes | None = None
+    meta: dict[str, Any] = {}
+    priority: int = 0
+    timeout: float | None = None
+    dont_filter: bool = False
+    max_retries: int | None = None
+    callback: str | None = None
+    node: str | None = None
+    downloader: str | None = None
+    depth: int = 0
+
+
+class Request:
+    """One HTTP request to make, with what the crawl needs to route its response.
+
+    `params`, `json` and `form` are folded into `url` and `body` when the request is made, so what is
+    fingerprinted, queued and downloaded is exactly what you see on the object.
+
+    Args:
+        url: Absolute http(s) URL. Relative URLs must be resolved first (`response.urljoin`, `ctx.follow`).
+        method: HTTP method, upper-cased.
+        headers: Extra request headers; the downloader adds its defaults (User-Agent names mocra).
+        cookies: Cookies for this request only, sent beside the session's cookie jar.
+        params: Query parameters appended to the URL.
+        body: Raw body; `str` is encoded as UTF-8.
+        json: A JSON body (msgspec-encoded); sets `Content-Type: application/json`.
+        form: A form body; sets `Content-Type: application/x-www-form-urlencoded`.
+        meta: Your own data, carried to the response (`response.meta`) and through follow-ups you make.
+        priority: Higher runs earlier.
+        timeout: Total seconds for this request, overriding the downloader's default.
+        dont_filter: Skip the seen-set check (fetch even if already seen).
+        max_retries: Retries for this request, overriding the retry policy's default.
+        callback: Name of the spider method that parses the response; `None` means `parse`.
+        node: Module node that owns this request; set by the engine.
+        downloader: Name of a registered downloader to use instead of the default.
+        depth: Number of follow hops from a seed; set by the engine.
+
+    Raises:
+        InvalidURL: `url` has no host, a scheme other than http/https, or a bad port.
+        ValueError: more than one of `body`, `json` and `form` was given.
+
+    Example:
+        >>> r = Request("https://example.com/search", params={"q": "books", "page": 2})
+        >>> r.url
+        'https://example.com/search?q=books&page=2'
+        >>> Request("https://example.com/api", method="post", json={"a": 1}).headers
+        {'Content-Type': 'application/json'}
+    """
+
+    __slots__ = (
+        "_fingerprint",
+        "body",
+        "callback",
+        "cookies",
+        "depth",
+        "dont_filter",
+        "downloader",
+        "headers",
+        "max_retries",
+        "meta",
+        "method",
+        "node",
+        "priority",
+        "timeout",
+        "url",
+    )
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        cookies: Mapping[str, str] | None = None,
+        params: Params | None = None,
+        body: bytes | str | None = None,
+        json: Any = None,
+        form: Mapping[str, str] | list[tuple[str, str]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        priority: int = 0,
+        timeout: float | None = None,
+        dont_filter: bool = False,
+        max_retries: int | None = None,
+        callback: str | None = None,
+        node: str | None = None,
+        downloader: str | None = None,
+        depth: int = 0,
+    ) -> None:
+        if params:
+            sep = "&" if "?" in url else "?"
+            url = f"{url}{sep}{urlencode(params, doseq=True)}"
+        self.url = check_url(url)
+        self.method = method.upper()
+        self.headers: dict[str, str] = dict(headers) if headers else {}
+        given = sum(x is not None for x in (body, json, form))
+        if given > 1:
+            raise ValueError("give at most one of body, json and form")
+        if json is not None:
+            body = _JSON.encode(json)
+            self.headers.setdefault("Content-Type", "application/json")
+        elif form is not None:
+            body = urlencode(form).encode()
+            self.headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        self.body: bytes | None = body.encode() if isinstance(body, str) else body
+        self.cookies: dict[str, str] = dict(cookies) if cookies else {}
+        self.meta: dict[str, Any] = dict(meta) if meta else {}
+        self.priority = priority
+        self.timeout = timeout
+        self.dont_filter = dont_filter
+        self.max_retries = max_retries
+        self.callback = callback
+        self.node = node
+        self.downloader = downloader
+        self.depth = depth
+        self._fingerprint: bytes | None = None
+
+    def replace(self, **changes: Any) -> Request:
+        """Return a copy with some fields changed; the original is left as it is.
+
+        Example:
+            >>> Request("https://example.com/a").replace(url="https://example.com/b").url
+            'https://example.com/b'
+        """
+        record = self.to_record()
+        values = {f: getattr(record, f) for f in record.__struct_fields__}
+        values.update(changes)
+        url = values.pop("url")
+        return Request(url, **values)
+
+    @property
+    def fingerprint(self) -> bytes:
+        """Identity of the request within a crawl job: method, canonical URL and body hash (16 bytes)."""
+        if self._fingerprint is None:
+            from ._url import fingerprint
+
+            self._fingerprint = fingerprint(self.method, self.url, self.body)
+        return self._fingerprint
+
+    def to_record(self) -> RequestRecord:
+        """The serialisable form of this request."""
+        return RequestRecord(
+            url=self.url,
+            method=self.method,
+            headers=self.headers,
+            cookies=self.cookies,
+            body=self.body,
+            meta=self.meta,
+            priority=self.priority,
+            timeout=self.timeout,
+            dont_filter=self.dont_filter,
+            max_retries=self.max_retries,
+            callback=self.callback,
+            node=self.node,
+            downloader=self.downloader,
+            depth=self.depth,
+        )
+
+    @classmethod
+    def from_record(cls, record: RequestRecord) -> Request:
+        """Rebuild a request from its serialisable form."""
+        return cls(
+            record.url,
+            method=record.method,
+            headers=record.headers,
+            cookies=record.cookies,
+            body=record.body,
+            meta=record.meta,
+            priority=record.priority,
+            timeout=record.timeout,
+            dont_filter=record.dont_filter,
+            max_retries=record.max_retries,
+            callback=record.callback,
+            node=record.node,
+            downloader=record.downloader,
+            depth=record.depth,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Request {self.method} {self.url}>"
