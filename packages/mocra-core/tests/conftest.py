@@ -1,0 +1,8 @@
+"""Shared fixtures."""
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
