@@ -1,0 +1,7 @@
+"""The offline demo site crawled by `mocra demo` and by tests (see `mocra._demo._site` for its traps)."""
+
+from __future__ import annotations
+
+from ._site import DemoItem, DemoSite, DemoTraps
+
+__all__ = ("DemoItem", "DemoSite", "DemoTraps")
