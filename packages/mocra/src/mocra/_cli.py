@@ -1,16 +1,24 @@
-"""The `mocra` command line."""
+"""The `mocra` command line: `run`, `demo`, `version`."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from mocra_core import MocraError
+
+from ._progress import ProgressLine
+from ._run import load_spiders, make_sink, print_summary
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ("main",)
+__all__ = ("build_parser", "main")
+
+logger = logging.getLogger("mocra")
 
 _DISTRIBUTIONS = ("mocra", "mocra-core", "mocra-cluster", "mocra-dag", "mocra-proxy", "mocra-store")
 
@@ -32,6 +40,51 @@ def _cmd_version(_: argparse.Namespace) -> int:
     return 0
 
 
+def _builder(args: argparse.Namespace) -> object:
+    from mocra_core import Mocra, Settings
+
+    builder = Mocra.builder()
+    if args.config:
+        builder.settings(Settings.from_toml(args.config))
+    else:
+        from mocra_core.config import load
+
+        builder.settings(load(None, overrides=[]))  # MOCRA_* environment variables
+    builder.set(*args.set)
+    if args.job_dir:
+        builder.job_dir(args.job_dir)
+    return builder
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from mocra_core import MocraBuilder
+
+    builder = _builder(args)
+    assert isinstance(builder, MocraBuilder)
+    spiders = load_spiders(args.path, names=args.spider)
+    resumed = bool(args.job_dir) and _job_exists(args.job_dir)
+    sink = make_sink(args.output, append=resumed) if args.output else None
+    for spider in spiders:
+        builder.spider(spider, sink)
+    progress = ProgressLine(sys.stderr)
+    result = builder.run(progress=progress.update)
+    progress.finish()
+    print_summary(result, sys.stdout, output=args.output)
+    return 0 if result.reason != "interrupted" else 130
+
+
+def _job_exists(path: str) -> bool:
+    import pathlib
+
+    return (pathlib.Path(path) / "state").exists()
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ._demo_run import run_demo
+
+    return run_demo(output=args.output, books=args.books, stream=sys.stdout, progress=ProgressLine(sys.stderr))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the `mocra` command.
 
@@ -39,14 +92,40 @@ def build_parser() -> argparse.ArgumentParser:
         The parser; each sub-command stores its handler in ``func``.
 
     Example:
-        >>> build_parser().parse_args(["version"]).command
-        'version'
+        >>> build_parser().parse_args(["run", "spider.py", "-o", "items.jsonl"]).output
+        'items.jsonl'
     """
     parser = argparse.ArgumentParser(prog="mocra", description="Queue-driven web crawling.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = commands.add_parser("run", help="run the spiders defined in a Python file")
+    run.add_argument("path", help="a .py file defining one or more Spider subclasses")
+    run.add_argument("-o", "--output", help="write items to this .jsonl or .csv file")
+    run.add_argument(
+        "-s", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting (repeatable)"
+    )
+    run.add_argument("-c", "--config", help="a TOML settings file")
+    run.add_argument("--job-dir", help="keep crawl state here; the same command resumes after a crash")
+    run.add_argument("--spider", action="append", help="run only the spider with this name (repeatable)")
+    run.set_defaults(func=_cmd_run)
+
+    demo = commands.add_parser("demo", help="crawl the bundled offline demo bookshop")
+    demo.add_argument("-o", "--output", default="items.jsonl", help="where to write the books (default items.jsonl)")
+    demo.add_argument("--books", type=int, default=50, help="number of books on the demo site")
+    demo.set_defaults(func=_cmd_demo)
+
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")
     version.set_defaults(func=_cmd_version)
     return parser
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.DEBUG if verbosity >= 2 else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if verbosity < 1:
+        for noisy in ("httpx", "httpcore", "mocra_core.engine._engine"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,5 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
+    if args.command != "version":
+        _configure_logging(args.verbose)
+    try:
+        code: int = args.func(args)
+    except MocraError as exc:
+        sys.stderr.write(f"mocra: error: {exc}\n")
+        return 2
     return code

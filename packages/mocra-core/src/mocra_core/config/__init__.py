@@ -1,0 +1,8 @@
+"""Settings: typed defaults, optional TOML file, `MOCRA_*` environment variables and `-s key=value`."""
+
+from __future__ import annotations
+
+from ._load import load, parse_override
+from ._settings import CrawlSettings, QueueSettings, Settings, SinkSettings
+
+__all__ = ("CrawlSettings", "QueueSettings", "Settings", "SinkSettings", "load", "parse_override")

@@ -1,0 +1,118 @@
+"""Typed settings: every knob has a type, a default and a home; typos fail at start."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ..download import DownloadSettings, RetrySettings
+
+__all__ = ("CrawlSettings", "QueueSettings", "Settings", "SinkSettings")
+
+
+class _Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    pass
+
+
+class CrawlSettings(_Section):
+    """How hard and how politely to crawl.
+
+    Attributes:
+        concurrency: Requests in flight at once, over all domains.
+        parse_workers: Responses parsed at once (parsing runs on the event loop; more helps when sinks await).
+        per_domain_concurrency: Requests in flight at once to one host.
+        per_domain_delay: Minimum seconds between two request starts to one host (0 = none).
+        obey_robots: Fetch and obey robots.txt.
+        dedup: Drop requests whose fingerprint was already seen in this job (`dont_filter` skips the check).
+        max_depth: Follow links at most this many hops from a seed (`None` = unlimited).
+        max_pages: Stop taking new requests after this many responses (`None` = unlimited).
+        job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = keep everything in memory.
+    """
+
+    concurrency: int = 64
+    parse_workers: int = 8
+    per_domain_concurrency: int = 8
+    per_domain_delay: float = 0.0
+    obey_robots: bool = True
+    dedup: bool = True
+    max_depth: int | None = None
+    max_pages: int | None = None
+    job_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "parse_workers", "per_domain_concurrency"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.per_domain_delay < 0:
+            raise ValueError(f"per_domain_delay must be >= 0, got {self.per_domain_delay}")
+        if self.max_depth is not None and self.max_depth < 0:
+            raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
+
+
+class QueueSettings(_Section):
+    """Where the queues between stages live.
+
+    Attributes:
+        url: `memory://` (default; one process). Remote backends (redis, nats, kafka) arrive later.
+        visibility_timeout: Seconds a leased message may stay unacknowledged before it is redelivered.
+        max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says.
+    """
+
+    url: str = "memory://"
+    visibility_timeout: float = 300.0
+    max_attempts: int = 10
+
+
+class SinkSettings(_Section):
+    """How items reach sinks.
+
+    Attributes:
+        batch_size: Items written to a sink in one call, at most.
+        max_retries: Retries of a failed sink write before the batch is dead-lettered (never dropped).
+        retry_delay: Seconds before the first retry of a failed write; doubles each time.
+    """
+
+    batch_size: int = 500
+    max_retries: int = 5
+    retry_delay: float = 0.2
+
+
+class Settings(_Section):
+    """All settings of a run. Every section has working defaults: `Settings()` needs nothing.
+
+    Example:
+        >>> Settings().crawl.concurrency
+        64
+        >>> Settings.from_mapping({"crawl": {"concurrency": 8}}).crawl.concurrency
+        8
+    """
+
+    crawl: CrawlSettings = CrawlSettings()
+    download: DownloadSettings = DownloadSettings()
+    retry: RetrySettings = RetrySettings()
+    queue: QueueSettings = QueueSettings()
+    sink: SinkSettings = SinkSettings()
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, object], *, source: str = "<code>") -> Settings:
+        """Validate a nested mapping (as read from TOML) into settings.
+
+        Raises:
+            ConfigError: naming the key path and the source when a key is unknown or a value invalid.
+        """
+        from ._load import convert
+
+        return convert(data, source=source)
+
+    @classmethod
+    def from_toml(cls, path: str, *, overrides: list[str] | None = None) -> Settings:
+        """Read settings from a TOML file, then apply `key=value` overrides and `MOCRA_*` variables.
+
+        Raises:
+            ConfigError: the file is missing or malformed, or a key is unknown or a value invalid.
+        """
+        from ._load import load
+
+        return load(path, overrides=overrides or [])

@@ -1,0 +1,145 @@
+"""`Mocra.builder()`: the one place a run is put together."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..config import Settings
+from ..config._load import convert, parse_override
+from ..middleware import MiddlewareChain
+from ..modules import SpiderModule
+from ._engine import CrawlResult, Engine, Progress
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..download import Downloader
+    from ..modules import Module, Spider
+    from ..sinks import DataSink
+
+__all__ = ("Mocra", "MocraBuilder")
+
+
+class MocraBuilder:
+    """Collects spiders, sinks, settings, downloaders and middlewares, then runs them.
+
+    Example:
+        >>> from mocra_core.testing import LocalServer, ServerResponse
+        >>> from mocra_core.modules import Spider
+        >>> from mocra_core.sinks import on_item
+        >>> class Pages(Spider[dict[str, int]]):
+        ...     name = "pages"
+        ...     async def parse(self, response, ctx):
+        ...         ctx.emit({"status": response.status})
+        >>> server = LocalServer({"/": ServerResponse(body="<p>ok</p>")})
+        >>> with server.run_in_thread() as base:
+        ...     Pages.start_urls = (base + "/",)
+        ...     result = Mocra.builder().spider(Pages(), on_item(print)).set("crawl.obey_robots=false").run()
+        {'status': 200}
+        >>> result.reason, result.stats.items
+        ('finished', 1)
+    """
+
+    def __init__(self) -> None:
+        self._modules: list[tuple[Module, DataSink | None]] = []
+        self._settings = Settings()
+        self._overrides: list[str] = []
+        self._chain = MiddlewareChain()
+        self._downloaders: dict[str, Downloader] = {}
+
+    def spider(self, spider: Spider[Any], sink: DataSink | None = None) -> MocraBuilder:
+        """Add a spider; its items go to `sink` (none: items are counted, not kept).
+
+        Raises:
+            ConfigError: the spider has no name, its name is taken, or it does not override `parse`.
+        """
+        return self.module(SpiderModule(spider), sink)
+
+    def module(self, module: Module, sink: DataSink | None = None) -> MocraBuilder:
+        """Add a module (a graph of nodes); `spider` is the one-node case."""
+        from .._errors import ConfigError
+
+        if any(existing.name == module.name for existing, _ in self._modules):
+            raise ConfigError(f"{module.name}", "two spiders or modules share this name")
+        self._modules.append((module, sink))
+        return self
+
+    def settings(self, settings: Settings) -> MocraBuilder:
+        """Use these settings (see `Settings.from_toml`); later `set` calls override them."""
+        self._settings = settings
+        return self
+
+    def set(self, *overrides: str) -> MocraBuilder:
+        """Override settings with `section.key=value` strings, as `mocra run -s` does.
+
+        Example:
+            >>> Mocra.builder().set("crawl.concurrency=8").build_settings().crawl.concurrency
+            8
+        """
+        for text in overrides:
+            parse_override(text)  # fail early on a malformed override
+        self._overrides.extend(overrides)
+        return self
+
+    def job_dir(self, path: str) -> MocraBuilder:
+        """Keep the crawl's state in `path` so that the same run resumes after Ctrl-C or a crash."""
+        return self.set(f"crawl.job_dir={path!r}".replace("'", '"'))
+
+    def downloader(self, downloader: Downloader, *, name: str = "default") -> MocraBuilder:
+        """Register a downloader; `name="default"` replaces the built-in one, other names are chosen by
+        `Request(downloader=name)`."""
+        self._downloaders[name] = downloader
+        return self
+
+    def middleware(self, middleware: object, *, weight: int = 100) -> MocraBuilder:
+        """Register a download, data or storage middleware (lower weight runs first)."""
+        self._chain.add(middleware, weight=weight)
+        return self
+
+    def build_settings(self) -> Settings:
+        """The settings the run will use (base settings plus overrides)."""
+        if not self._overrides:
+            return self._settings
+        import msgspec
+
+        data: dict[str, Any] = msgspec.to_builtins(self._settings)
+        for text in self._overrides:
+            path, value = parse_override(text)
+            node = data
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            node[path[-1]] = value
+        return convert(data, source="builder.set()")
+
+    def build(self) -> Engine:
+        """Build the engine without running it."""
+        from .._errors import ConfigError
+
+        if not self._modules:
+            raise ConfigError("spider", "add at least one spider or module before running")
+        return Engine(self._modules, self.build_settings(), self._chain, self._downloaders)
+
+    async def run_async(
+        self, *, handle_signals: bool = False, progress: Callable[[Progress], Any] | None = None
+    ) -> CrawlResult:
+        """Run inside an existing event loop (anyio or asyncio)."""
+        return await self.build().run(handle_signals=handle_signals, progress=progress)
+
+    def run(self, *, progress: Callable[[Progress], Any] | None = None) -> CrawlResult:
+        """Run to the end and return the result; blocks. Ctrl-C / SIGTERM drain and return."""
+        import threading
+
+        handle = threading.current_thread() is threading.main_thread() and sys.platform != "win32"
+        return anyio.run(lambda: self.run_async(handle_signals=handle, progress=progress))
+
+
+class Mocra:
+    """Entry point: `Mocra.builder().spider(spider, sink).run()`."""
+
+    @staticmethod
+    def builder() -> MocraBuilder:
+        """Start building a run."""
+        return MocraBuilder()

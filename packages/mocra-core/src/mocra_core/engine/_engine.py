@@ -1,0 +1,276 @@
+"""`Engine`: the composition root of one run — builds the stages, runs them, decides when it is over."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import msgspec
+
+from ..dedup import MemorySeenSet
+from ..download import DomainLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
+from ..modules import Task
+from ..observe import Stats, StatsSnapshot
+from ..queue import MemoryQueue
+from ._download import RESPONSES, DownloadStage
+from ._frontier import REQUESTS, Frontier
+from ._generate import TASKS, GenerateStage
+from ._items import ItemWriter
+from ._jobdir import JobDir
+from ._parse import ParseStage
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..dedup import SeenSet
+    from ..download import Downloader
+    from ..middleware import MiddlewareChain
+    from ..modules import Module
+    from ..queue import QueueBackend
+    from ..sinks import DataSink
+
+__all__ = ("CrawlResult", "Engine", "Progress")
+
+logger = logging.getLogger(__name__)
+
+TOPICS = (TASKS, REQUESTS, RESPONSES)
+StopReason = Literal["finished", "interrupted", "max_pages"]
+
+
+class Progress(msgspec.Struct, kw_only=True):
+    """What a progress display shows: the stats so far and the depth of each queue."""
+
+    stats: StatsSnapshot
+    queued: dict[str, int]
+
+
+class CrawlResult(msgspec.Struct, kw_only=True):
+    """The outcome of a run.
+
+    Attributes:
+        reason: Why the run ended: `finished` (nothing left to do), `interrupted` (Ctrl-C / SIGTERM, drained),
+            `max_pages` (the page budget was reached).
+        stats: Counters of the run (for a resumed job: of the whole job).
+        dead_letters: Entries in the dead-letter queues at the end.
+    """
+
+    reason: StopReason
+    stats: StatsSnapshot
+    dead_letters: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when the run finished and nothing went to the dead-letter queue."""
+        return self.reason == "finished" and self.dead_letters == 0
+
+
+class Engine:
+    """Runs modules through the stages: task → generate → request queue → download → response queue → parse.
+
+    Built by the `Mocra` builder; one engine runs once.
+    """
+
+    def __init__(
+        self,
+        modules: Sequence[tuple[Module, DataSink | None]],
+        settings: Settings,
+        chain: MiddlewareChain,
+        downloaders: Mapping[str, Downloader],
+    ) -> None:
+        self._modules = {module.name: module for module, _ in modules}
+        self._sinks = {module.name: sink for module, sink in modules}
+        self._settings = settings
+        self._chain = chain
+        self._extra_downloaders = dict(downloaders)
+        self._stats = Stats()
+        self._interrupted = anyio.Event()
+        self._queue: QueueBackend | None = None
+
+    @property
+    def stats(self) -> Stats:
+        """Live counters of this run."""
+        return self._stats
+
+    def interrupt(self) -> None:
+        """Stop taking new work, finish what is in flight, flush sinks and return (as on Ctrl-C)."""
+        self._interrupted.set()
+
+    async def run(
+        self,
+        *,
+        handle_signals: bool = False,
+        progress: Callable[[Progress], Any] | None = None,
+        progress_interval: float = 1.0,
+    ) -> CrawlResult:
+        """Crawl until nothing is left, the page budget is spent, or `interrupt` / a signal arrives."""
+        settings = self._settings
+        job = JobDir(settings.crawl.job_dir) if settings.crawl.job_dir else None
+        async with AsyncExitStack() as stack:
+            if job is not None:
+                stack.callback(job.close)
+                previous = job.load_stats()
+                if previous is not None:
+                    self._stats.restore(previous)
+                    logger.info("resuming job in %s", job.path)
+            queue = await stack.enter_async_context(self._open_queue(job))
+            self._queue = queue
+            seen = await stack.enter_async_context(self._open_seen(job)) if settings.crawl.dedup else None
+            downloaders = await self._open_downloaders(stack)
+            writers = await self._open_writers(stack)
+            frontier = Frontier(queue, seen, self._stats, max_depth=settings.crawl.max_depth)
+            robots = (
+                RobotsPolicy(downloaders["default"], user_agent=settings.download.user_agent)
+                if settings.crawl.obey_robots
+                else None
+            )
+            limiter = DomainLimiter(
+                concurrency=settings.crawl.per_domain_concurrency, delay=settings.crawl.per_domain_delay
+            )
+            generate = GenerateStage(queue, self._modules, frontier, self._stats)
+            download = DownloadStage(
+                queue, downloaders, limiter, RetryPolicy(settings.retry), robots, self._chain, self._stats
+            )
+            parse = ParseStage(queue, self._modules, writers, frontier, self._chain, self._stats)
+            await self._seed(queue, job)
+            reason = await self._run_stages(generate, download, parse, writers, job, handle_signals, progress,
+                                            progress_interval)
+            dead = 0
+            for topic in TOPICS:
+                dead += len(await queue.dead_letters(topic, limit=1_000_000))
+            snapshot = self._stats.snapshot()
+            if job is not None:
+                job.save_stats(snapshot)
+        logger.info("run %s: %s", reason, snapshot.to_dict())
+        return CrawlResult(reason=reason, stats=snapshot, dead_letters=dead)
+
+    async def _run_stages(
+        self,
+        generate: GenerateStage,
+        download: DownloadStage,
+        parse: ParseStage,
+        writers: Mapping[str, ItemWriter],
+        job: JobDir | None,
+        handle_signals: bool,
+        progress: Callable[[Progress], Any] | None,
+        progress_interval: float,
+    ) -> StopReason:
+        crawl = self._settings.crawl
+        async with anyio.create_task_group() as outer:
+            unique_writers = {id(w): w for w in writers.values()}.values()
+            for writer in unique_writers:
+                outer.start_soon(writer.run, name="sink-writer")
+            async with anyio.create_task_group() as watchers:
+                if handle_signals:
+                    watchers.start_soon(self._watch_signals, outer.cancel_scope)
+                if progress is not None or job is not None:
+                    watchers.start_soon(self._report, progress, progress_interval, job)
+                async with anyio.create_task_group() as parsing:
+                    parsing.start_soon(parse.run, crawl.parse_workers)
+                    async with anyio.create_task_group() as fetching:
+                        fetching.start_soon(generate.run)
+                        fetching.start_soon(download.run, crawl.concurrency)
+                        reason = await self._until_over()
+                        generate.stop()
+                        download.stop()
+                        if reason == "finished":
+                            fetching.cancel_scope.cancel("idle")
+                    parse.stop()
+                    if reason == "finished":
+                        parsing.cancel_scope.cancel("idle")
+                watchers.cancel_scope.cancel("done")
+            for writer in unique_writers:
+                writer.close()
+        return reason
+
+    async def _until_over(self) -> StopReason:
+        assert self._queue is not None
+        budget = self._settings.crawl.max_pages
+        while True:
+            if self._interrupted.is_set():
+                logger.info("interrupted: finishing requests in flight")
+                return "interrupted"
+            if budget is not None and self._stats.responses >= budget:
+                logger.info("page budget of %d reached", budget)
+                return "max_pages"
+            if await self._pending() == 0:
+                return "finished"
+            await anyio.sleep(0.01)
+
+    async def _pending(self) -> int:
+        assert self._queue is not None
+        total = 0
+        for topic in TOPICS:
+            total += await self._queue.pending(topic)
+        return total
+
+    async def _seed(self, queue: QueueBackend, job: JobDir | None) -> None:
+        for name, module in self._modules.items():
+            if job is not None and job.is_seeded(name):
+                continue
+            await queue.publish(TASKS, [Task(module=name, node=module.entry)])
+            if job is not None:
+                job.mark_seeded(name)
+
+    async def _watch_signals(self, force: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                if self._interrupted.is_set():
+                    logger.warning("second %s: stopping now", signal.Signals(signum).name)
+                    force.cancel("forced stop")
+                    return
+                logger.warning("%s: draining (send it again to stop now)", signal.Signals(signum).name)
+                self._interrupted.set()
+
+    async def _report(
+        self, progress: Callable[[Progress], Any] | None, interval: float, job: JobDir | None
+    ) -> None:
+        assert self._queue is not None
+        while True:
+            await anyio.sleep(interval)
+            snapshot = self._stats.snapshot()
+            if job is not None:
+                job.save_stats(snapshot)
+            if progress is not None:
+                queued = {topic: await self._queue.pending(topic) for topic in TOPICS}
+                progress(Progress(stats=snapshot, queued=queued))
+
+    def _open_queue(self, job: JobDir | None) -> QueueBackend:
+        settings = self._settings.queue
+        if job is not None:
+            return job.open_queue(settings)
+        if settings.url != "memory://":
+            from ..queue import open_queue
+
+            return open_queue(settings.url)
+        return MemoryQueue(visibility_timeout=settings.visibility_timeout, max_attempts=settings.max_attempts)
+
+    def _open_seen(self, job: JobDir | None) -> SeenSet:
+        return job.open_seen() if job is not None else MemorySeenSet()
+
+    async def _open_downloaders(self, stack: AsyncExitStack) -> dict[str, Downloader]:
+        downloaders = dict(self._extra_downloaders)
+        if "default" not in downloaders:
+            downloaders["default"] = HttpxDownloader(self._settings.download)
+        for downloader in downloaders.values():
+            await stack.enter_async_context(downloader)
+        return downloaders
+
+    async def _open_writers(self, stack: AsyncExitStack) -> dict[str, ItemWriter]:
+        writers: dict[str, ItemWriter] = {}
+        by_sink: dict[int, ItemWriter] = {}
+        for name, sink in self._sinks.items():
+            if sink is None:
+                from ..sinks import CallbackSink
+
+                sink = CallbackSink(lambda item: None)
+            if id(sink) not in by_sink:
+                await sink.open()
+                stack.push_async_callback(sink.close)
+                by_sink[id(sink)] = ItemWriter(sink, self._chain, self._stats, self._settings.sink)
+            writers[name] = by_sink[id(sink)]
+        return writers
+
+

@@ -1,0 +1,75 @@
+"""`Frontier`: where new requests enter the crawl — depth limit, dedup, then the request queue."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..dedup import SeenSet
+    from ..http import Request
+    from ..observe import Stats
+    from ..queue import QueueBackend
+
+__all__ = ("REQUESTS", "Frontier")
+
+logger = logging.getLogger(__name__)
+
+REQUESTS = "request"
+
+
+class Frontier:
+    """Admits requests into the request queue.
+
+    A request is dropped (and counted) when it is deeper than `max_depth` or its fingerprint was already
+    seen in this job (unless `dont_filter`). The seen key is scoped by module, so two spiders in one run
+    do not steal each other's pages.
+    """
+
+    def __init__(
+        self,
+        queue: QueueBackend,
+        seen: SeenSet | None,
+        stats: Stats,
+        *,
+        max_depth: int | None = None,
+    ) -> None:
+        self._queue = queue
+        self._seen = seen
+        self._stats = stats
+        self._max_depth = max_depth
+
+    async def submit(self, requests: Sequence[Request]) -> int:
+        """Publish the admissible `requests`; returns how many were published."""
+        if not requests:
+            return 0
+        if self._max_depth is not None:
+            deep = [r for r in requests if r.depth > self._max_depth]
+            if deep:
+                self._stats.drop("max_depth", len(deep))
+                requests = [r for r in requests if r.depth <= self._max_depth]
+        if self._seen is not None:
+            checked = [r for r in requests if not r.dont_filter]
+            if checked:
+                fresh = await self._seen.add_if_absent([_seen_key(r) for r in checked])
+                duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
+                if duplicates:
+                    self._stats.drop("duplicate", len(duplicates))
+                    requests = [r for r in requests if id(r) not in duplicates]
+        by_priority: defaultdict[int, list[Request]] = defaultdict(list)
+        for request in requests:
+            by_priority[request.priority].append(request)
+        for priority, batch in by_priority.items():
+            await self._queue.publish(REQUESTS, batch, priority=priority)
+        return len(requests)
+
+
+def _seen_key(request: Request) -> bytes:
+    module = (request.node or "").partition("/")[0]
+    if not module:
+        return request.fingerprint
+    return hashlib.blake2b(request.fingerprint, digest_size=16, key=module.encode()[:64]).digest()

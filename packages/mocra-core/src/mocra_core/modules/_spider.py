@@ -1,0 +1,60 @@
+"""`Spider`: the ten-line way to write a crawl."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from ..http import Response
+    from ._context import Ctx, Seeds
+
+__all__ = ("Spider",)
+
+T = TypeVar("T")
+
+
+class Spider(Generic[T]):
+    """A crawl in one class: `start` seeds requests, `parse` turns responses into items and follow-ups.
+
+    Subclass it, set `name`, and override `parse` (and `start`, unless `start_urls` is enough). Further
+    callbacks are plain async methods with the same signature as `parse`, named with `ctx.follow(...,
+    callback=self.parse_detail)`. The type parameter is the item type your callbacks emit.
+
+    Attributes:
+        name: Unique name of the spider in a run (used in stats, logs and job state).
+        start_urls: URLs seeded by the default `start`.
+
+    Example:
+        >>> from mocra_core.http import Response
+        >>> class Titles(Spider[dict[str, str]]):
+        ...     name = "titles"
+        ...     start_urls = ("https://example.com/",)
+        ...     async def parse(self, response: Response, ctx: Ctx[dict[str, str]]) -> None:
+        ...         ctx.emit({"url": response.url})
+        >>> Titles().name
+        'titles'
+    """
+
+    name: ClassVar[str] = ""
+    start_urls: ClassVar[Sequence[str]] = ()
+
+    async def start(self, seeds: Seeds) -> None:
+        """Seed the first requests; by default one GET per URL in `start_urls`."""
+        for url in self.start_urls:
+            seeds.get(url)
+
+    async def parse(self, response: Response, ctx: Ctx[T]) -> None:
+        """Parse a response: `ctx.emit(item)` and `ctx.follow(url)`. Override it."""
+        raise TypeError(f"{type(self).__name__} must override parse(response, ctx)")
+
+    def callback(self, name: str | None) -> Any:
+        """Return the bound callback called `name` (`None` → `parse`).
+
+        Raises:
+            AttributeError: the spider has no such async method.
+        """
+        method = getattr(self, name or "parse", None)
+        if method is None or not callable(method):
+            raise AttributeError(f"spider {self.name!r} has no callback {name!r}")
+        return method

@@ -1,0 +1,80 @@
+"""What `mocra run` needs: load spiders from a file, pick a sink from `-o`, print the summary."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import pathlib
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mocra_core import ConfigError, CsvSink, JsonlSink, Spider
+
+if TYPE_CHECKING:
+    from mocra_core import CrawlResult, DataSink
+
+__all__ = ("load_spiders", "make_sink", "print_summary")
+
+
+def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[Any]]:
+    """Import `path` and instantiate the `Spider` subclasses it defines (those named in `names`, if given).
+
+    Raises:
+        ConfigError: the file is missing, fails to import, defines no spider, or a name is unknown.
+    """
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise ConfigError("path", "no such file", source=path)
+    module_name = f"mocra_spiders_{file.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError("path", "not a Python file", source=path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise ConfigError("path", f"importing it failed: {type(exc).__name__}: {exc}", source=path) from exc
+    found = [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, Spider) and obj.__module__ == module_name and obj.name
+    ]
+    if not found:
+        raise ConfigError("path", "defines no Spider subclass with a name", source=path)
+    if names:
+        by_name = {cls.name: cls for cls in found}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise ConfigError("--spider", f"unknown {unknown}; the file defines {sorted(by_name)}", source=path)
+        found = [by_name[n] for n in names]
+    return [cls() for cls in found]
+
+
+def make_sink(output: str, *, append: bool = False) -> DataSink:
+    """A file sink chosen by extension: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV.
+
+    Raises:
+        ConfigError: another extension.
+    """
+    suffix = pathlib.Path(output).suffix.lower()
+    if suffix in (".jsonl", ".jl", ".ndjson"):
+        return JsonlSink(output, append=append)
+    if suffix == ".csv":
+        return CsvSink(output, append=append)
+    raise ConfigError("--output", f"unknown format {suffix!r}; use .jsonl or .csv", source=output)
+
+
+def print_summary(result: CrawlResult, stream: TextIO, *, output: str | None = None) -> None:
+    """Write a short human summary of a run."""
+    s = result.stats
+    lines = [
+        f"{result.reason}: {s.responses} pages, {s.items} items in {s.elapsed:.1f}s ({s.pages_per_second:.0f} pages/s)",
+        f"  requests {s.requests}, retries {s.retries}, errors {s.errors}, dead letters {result.dead_letters}",
+        f"  status {s.status}",
+        f"  dropped {s.dropped or {}}",
+        f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
+    ]
+    if output:
+        lines.append(f"  items written to {output}")
+    stream.write("\n".join(lines) + "\n")
