@@ -1,15 +1,54 @@
-"""mocra_core: the runtime behind the `mocra` facade."""
+"""mocra_core: the runtime behind the `mocra` facade.
+
+The public surface is curated here; subpackages (`http`, `queue`, `download`, `dedup`, `sinks`, `modules`,
+`middleware`, `engine`, `config`, `observe`, `testing`) hold the parts, one stage each.
+"""
 
 from __future__ import annotations
 
-from ._errors import ConfigError, MissingExtra, MocraError
+from ._errors import (
+    BodyTooLarge,
+    ConfigError,
+    DownloadError,
+    DownloadTimeout,
+    InvalidURL,
+    MissingExtra,
+    MocraError,
+    TooManyRedirects,
+)
+from .config import Settings
+from .engine import CrawlResult, Mocra, MocraBuilder, Progress
+from .http import Request, Response
+from .modules import Ctx, Seeds, Spider
+from .sinks import CallbackSink, ChannelSink, CsvSink, DataSink, JsonlSink, channel, on_item
 
 __version__ = "0.1.0"
 
-__all__ = ("ConfigError", "MissingExtra", "MocraError", "__version__")
-
-for _name in __all__:
-    _obj = globals()[_name]
-    if hasattr(_obj, "__module__"):
-        _obj.__module__ = __name__
-del _name, _obj
+__all__ = (
+    "BodyTooLarge",
+    "CallbackSink",
+    "ChannelSink",
+    "ConfigError",
+    "CrawlResult",
+    "CsvSink",
+    "Ctx",
+    "DataSink",
+    "DownloadError",
+    "DownloadTimeout",
+    "InvalidURL",
+    "JsonlSink",
+    "MissingExtra",
+    "Mocra",
+    "MocraBuilder",
+    "MocraError",
+    "Progress",
+    "Request",
+    "Response",
+    "Seeds",
+    "Settings",
+    "Spider",
+    "TooManyRedirects",
+    "__version__",
+    "channel",
+    "on_item",
+)

@@ -1,9 +1,62 @@
-"""mocra: queue-driven web crawling that runs on one process or a cluster, unchanged."""
+"""mocra: queue-driven web crawling that runs on one process or a cluster, unchanged.
+
+Example:
+    >>> import mocra
+    >>> "Spider" in mocra.__all__ and "Mocra" in mocra.__all__
+    True
+"""
 
 from __future__ import annotations
 
-from mocra_core import ConfigError, MissingExtra, MocraError
+from mocra_core import (
+    CallbackSink,
+    ChannelSink,
+    ConfigError,
+    CrawlResult,
+    CsvSink,
+    Ctx,
+    DataSink,
+    DownloadError,
+    InvalidURL,
+    JsonlSink,
+    MissingExtra,
+    Mocra,
+    MocraBuilder,
+    MocraError,
+    Progress,
+    Request,
+    Response,
+    Seeds,
+    Settings,
+    Spider,
+    channel,
+    on_item,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ("ConfigError", "MissingExtra", "MocraError", "__version__")
+__all__ = (
+    "CallbackSink",
+    "ChannelSink",
+    "ConfigError",
+    "CrawlResult",
+    "CsvSink",
+    "Ctx",
+    "DataSink",
+    "DownloadError",
+    "InvalidURL",
+    "JsonlSink",
+    "MissingExtra",
+    "Mocra",
+    "MocraBuilder",
+    "MocraError",
+    "Progress",
+    "Request",
+    "Response",
+    "Seeds",
+    "Settings",
+    "Spider",
+    "__version__",
+    "channel",
+    "on_item",
+)

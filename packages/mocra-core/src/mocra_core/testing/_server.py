@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -111,7 +111,7 @@ class LocalServer:
         self.routes: dict[str, ServerResponse | Handler] = dict(routes or {})
         self.fallback = fallback
         self.hits: Counter[str] = Counter()
-        self.requests: list[ServerRequest] = []
+        self.requests: deque[ServerRequest] = deque(maxlen=10_000)  # the latest ones, for assertions
         self.port = 0
 
     @property
