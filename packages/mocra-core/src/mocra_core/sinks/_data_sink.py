@@ -1,0 +1,60 @@
+"""`DataSink`: the protocol every item destination implements."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+    from typing import Self
+
+__all__ = ("DataSink", "SinkContext")
+
+
+class DataSink(Protocol):
+    """Receives items in batches. open() before the first write, close() after the last (flushes).
+
+    Items are what spiders yield: msgspec Structs, dataclasses, dicts, or anything else msgspec can
+    encode. The engine calls `write` from one task at a time, in order, and retries a `write` that
+    raises with the same batch, so a `write` either keeps the whole batch or raises having kept none
+    of it where the destination allows (the file sinks truncate a half-written batch away). Delivery
+    is at-least-once: a batch written just before a crash is written again when the job resumes.
+
+    Implementations: `JsonlSink`, `CsvSink`, `CallbackSink` (`on_item`), `ChannelSink` (`channel`) and
+    `FanoutSink`. Errors they raise on purpose are `SinkError`.
+    """
+
+    async def open(self) -> None:
+        """Acquire the destination (open the file); called once, before the first `write`."""
+        ...
+
+    async def write(self, items: Sequence[object]) -> None:
+        """Deliver one batch of items, in order."""
+        ...
+
+    async def close(self) -> None:
+        """Flush and release the destination; called once, after the last `write`."""
+        ...
+
+
+class SinkContext:
+    """Mixin: `async with sink:` calls `open()` on entry and `close()` on exit."""
+
+    async def open(self) -> None:
+        """Acquire the destination."""
+
+    async def close(self) -> None:
+        """Release the destination."""
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
