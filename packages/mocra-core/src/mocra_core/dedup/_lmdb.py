@@ -29,8 +29,9 @@ class LmdbSeenSet:
 
     Keys are the fingerprints, values empty. Each `add_if_absent` batch is one write transaction
     (`put(overwrite=False)` per fingerprint) run in a worker thread; all calls go through one thread
-    at a time. The memory map starts at `map_size` bytes and doubles whenever it fills (roughly 50-60
-    bytes of file per fingerprint).
+    at a time. The memory map starts at `map_size` bytes and doubles whenever it fills. Measured with
+    `benchmarks/bench_seen_set.py` (1 million fingerprints in batches of 1,000): ~3 µs per
+    fingerprint, 46 bytes of file per fingerprint.
 
     Durability: the environment is opened with `sync=False, metasync=False`, so a commit reaches the
     operating system's page cache but is not flushed to disk. A killed process (`kill -9`, a crash,
