@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import textwrap
@@ -104,3 +105,10 @@ async def test_batches_survive_a_killed_process(tmp_path: pathlib.Path) -> None:
     async with LmdbSeenSet(tmp_path / "seen") as seen:
         assert await seen.count() == 3_000
         assert await seen.add_if_absent([fp(0), fp(2_999), fp(3_000)]) == [False, False, True]
+
+
+def test_a_set_dropped_without_closing_frees_its_path(tmp_path: pathlib.Path) -> None:
+    seen = LmdbSeenSet(tmp_path / "seen")
+    del seen
+    gc.collect()
+    LmdbSeenSet(tmp_path / "seen")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
@@ -74,6 +75,7 @@ class LmdbSeenSet:
         except lmdb.Error as exc:
             raise SeenSetError(self._path, str(exc)) from exc
         _OPEN_PATHS.add(self._path)
+        self._release_path = weakref.finalize(self, _OPEN_PATHS.discard, self._path)  # if never closed
         self._limiter = anyio.CapacityLimiter(1)
 
     @property
@@ -113,7 +115,7 @@ class LmdbSeenSet:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_sync_and_close, env, limiter=self._limiter)
         finally:
-            _OPEN_PATHS.discard(self._path)
+            self._release_path()
 
     async def __aenter__(self) -> Self:
         return self
