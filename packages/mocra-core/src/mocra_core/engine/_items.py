@@ -106,7 +106,7 @@ class ItemWriter:
             try:
                 await self._sink.write(chunk)
             except Exception as exc:  # a sink may raise anything: retried, then reported
-                if attempt > self._settings.max_retries:
+                if attempt > self._settings.max_retries or getattr(exc, "retryable", True) is False:
                     logger.error("sink %r failed %d times; %d items go back with their responses: %s",
                                  self._sink, attempt, len(chunk), exc)
                     return exc
