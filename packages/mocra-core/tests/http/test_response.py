@@ -235,3 +235,16 @@ def test_response_keeps_slots() -> None:
     assert not hasattr(r, "__dict__")
     with pytest.raises(AttributeError):
         r.anything = 1  # type: ignore[attr-defined]
+
+
+def test_base_in_a_utf16_page() -> None:
+    body = b"\xff\xfe" + '<base href="/u/"><a href="x">x</a>'.encode("utf-16-le")
+    r = response(body, headers=[("Content-Type", "text/html")])
+    assert r.urljoin("y") == "https://example.com/u/y"
+    assert r.links() == ["https://example.com/u/x"]
+
+
+def test_a_base_tag_inside_a_script_is_not_a_base() -> None:
+    r = response(b"<script>document.write('<base href=\"/evil/\">')</script><a href='x'>x</a>")
+    assert r.urljoin("y") == "https://example.com/shop/list/y"
+    assert r.links() == ["https://example.com/shop/list/x"]

@@ -1,8 +1,10 @@
+from urllib.parse import urljoin
+
 import pytest
 
 import mocra_core.http._url as url_module
 from mocra_core.http import Request, canonicalize_url, fingerprint
-from mocra_core.http._url import join_url
+from mocra_core.http._url import BaseURL, join_url
 
 CANONICAL = [
     # scheme and host case, default ports, empty path
@@ -146,3 +148,45 @@ def test_request_fingerprint_uses_the_canonical_url() -> None:
 )
 def test_join_url(base: str, href: str, encoding: str | None, expected: str) -> None:
     assert join_url(base, href, encoding=encoding) == expected
+
+
+BASES = [
+    "https://example.com/a/b?q=1",
+    "https://example.com",
+    "https://u:p@example.com:8080/a/",
+    "http://example.com/a/b#f",
+    "http://[::1]:8/x/y",
+    "https://example.com/a/b;p?q",
+]
+HREFS = [
+    "c",
+    "c?d=1#e",
+    "/d",
+    "/x?y#z",
+    "/",
+    "//cdn.example.org/e",
+    "//h",
+    "../f",
+    "./k",
+    "x/../y",
+    "/a/./b",
+    ".hidden",
+    "?g",
+    "#h",
+    "https://x.org",
+    "http://X.org/a/../b",
+    "HTTP://x.org/",
+    "http:relative",
+    "a:b",
+    "a/b:c",
+    "mailto:x@y",
+    "javascript:void(0)",
+    "ftp://f/x",
+    "a\\b",
+]
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_base_url_fast_paths_agree_with_urljoin(base: str) -> None:
+    prepared = BaseURL(base)
+    assert [prepared.join(href) for href in HREFS] == [urljoin(base, href) for href in HREFS]

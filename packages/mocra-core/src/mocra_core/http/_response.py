@@ -11,7 +11,7 @@ import msgspec
 from ._charset import declared_encoding, decode_body, decode_lossy
 from ._request import Request, RequestRecord
 from ._selector import base_href, iter_attribute, may_have_base, parse_html, select, select_first
-from ._url import clean_href, escape_url, needs_escape
+from ._url import BaseURL, clean_href, escape_url, needs_escape
 
 if TYPE_CHECKING:
     import builtins
@@ -25,6 +25,7 @@ __all__ = ("Response", "ResponseRecord")
 
 T = TypeVar("T")
 _UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _WEB_SCHEMES = ("http", "https")
 
 
@@ -98,7 +99,7 @@ class Response:
         self.elapsed = elapsed
         self._decoded: tuple[str, str, bool] | None = None
         self._tree: LexborHTMLParser | None = None
-        self._base: str | None = None
+        self._base: BaseURL | None = None
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -246,46 +247,42 @@ class Response:
             href = clean_href(value)
             if not href or href.startswith("#"):  # empty, or this same document
                 continue
-            url = self._resolve(base, href)
-            if url is not None:
+            url = self._join(base, href)
+            if url.partition(":")[0].lower() in _WEB_SCHEMES:
                 found[url.partition("#")[0]] = None
         return list(found)
 
     # ------------------------------------------------------------------ URLs
 
-    def _base_url(self) -> str:
+    def _base_url(self) -> BaseURL:
         if self._base is None:
             base = self.url
-            if self._tree is not None or may_have_base(self.body):
+            if may_have_base(self.body) or self.body[:2] in _UTF16_BOMS:  # a bytes scan is 5x cheaper
                 href = base_href(self._parsed())
                 if href:
                     joined = urljoin(self.url, clean_href(href))
                     if joined.partition(":")[0].lower() in _WEB_SCHEMES:
                         base = joined
-            self._base = base
+            self._base = BaseURL(base)
         return self._base
 
-    def _join(self, base: str, href: str) -> str:
-        url = urljoin(base, clean_href(href))
+    def _join(self, base: BaseURL, href: str) -> str:
+        url = base.join(href)
         return escape_url(url, self.encoding) if needs_escape(url) else url  # page encoding: only when needed
-
-    def _resolve(self, base: str, href: str) -> str | None:
-        url = self._join(base, href)
-        return url if url.partition(":")[0].lower() in _WEB_SCHEMES else None
 
     def urljoin(self, url: str) -> str:
         """Resolve `url` against this response's final URL, honouring `<base href>`, as a browser would.
 
         Whitespace around the value is dropped and unsafe characters are percent-encoded (the query in the
-        page's encoding), so the result can go straight into a `Request`. A page is parsed here only if it
-        already was or if its body contains a `<base` tag.
+        page's encoding), so the result can go straight into a `Request`. A page is parsed here only if its
+        body contains a `<base` tag.
 
         Example:
             >>> r = Response("https://example.com/a/b", 200, [], b"<p>hi</p>", Request("https://example.com/a/b"))
             >>> r.urljoin(" ../c d ")
             'https://example.com/c%20d'
         """
-        return self._join(self._base_url(), url)
+        return self._join(self._base_url(), clean_href(url))
 
     # ------------------------------------------------------------------ records
 

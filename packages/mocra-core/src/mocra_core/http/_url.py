@@ -12,7 +12,15 @@ import hashlib
 import re
 from urllib.parse import quote, quote_from_bytes, unquote_to_bytes, urljoin, urlsplit
 
-__all__ = ("canonicalize_url", "clean_href", "escape_url", "fingerprint", "join_url", "needs_escape")
+__all__ = (
+    "BaseURL",
+    "canonicalize_url",
+    "clean_href",
+    "escape_url",
+    "fingerprint",
+    "join_url",
+    "needs_escape",
+)
 
 _C0_SPACE = "".join(map(chr, range(33)))  # WHATWG "C0 control or space", stripped at both ends
 _TAB_NEWLINE = {9: None, 10: None, 13: None}  # removed anywhere in a URL, as browsers do
@@ -178,6 +186,50 @@ def fingerprint(method: str, url: str, body: bytes | None) -> bytes:
         h.update(b"\n")
         h.update(hashlib.blake2b(body, digest_size=16).digest())
     return h.digest()
+
+
+class BaseURL:
+    """A base URL prepared for resolving many references against it (`urljoin`, with fast paths).
+
+    Absolute URLs, absolute paths, protocol-relative and plain relative references without dot segments
+    are joined by string operations; anything else (`../x`, `?q`, `#f`, odd schemes) goes to `urljoin`.
+
+    Example:
+        >>> base = BaseURL("https://example.com/a/b?q=1")
+        >>> [base.join(h) for h in ("c", "/d", "//cdn.example.org/e")]
+        ['https://example.com/a/c', 'https://example.com/d', 'https://cdn.example.org/e']
+        >>> [base.join(h) for h in ("../f", "?g")]
+        ['https://example.com/f', 'https://example.com/a/b?g']
+    """
+
+    __slots__ = ("_directory", "_origin", "_scheme", "url")
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        match = _SPLIT(url)
+        if match is None or not match.group(2):
+            self._scheme = self._origin = self._directory = ""  # unusual base: always urljoin
+            return
+        scheme, netloc, path = match.group(1, 2, 3)
+        self._scheme = scheme.lower()
+        self._origin = f"{self._scheme}://{netloc}"
+        self._directory = self._origin + (path[: path.rfind("/") + 1] if path else "/")
+
+    def join(self, href: str) -> str:
+        """Resolve a (cleaned) reference; the same result as `urllib.parse.urljoin(self.url, href)`."""
+        if not self._origin or "/." in href or "\\" in href or not href or href[0] in ".?#":
+            return urljoin(self.url, href)
+        if href[0] == "/":
+            if href[1:2] != "/":
+                return self._origin + href
+            return f"{self._scheme}:{href}"
+        if href.startswith(("http://", "https://")):
+            return href
+        if (
+            ":" in href.partition("/")[0]
+        ):  # another scheme (mailto:, javascript:) or a port-like first segment
+            return urljoin(self.url, href)
+        return self._directory + href
 
 
 def clean_href(href: str) -> str:
