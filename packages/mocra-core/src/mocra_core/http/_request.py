@@ -39,6 +39,13 @@ def check_url(url: str) -> str:
     return url
 
 
+def _add_params(url: str, params: Params) -> str:
+    """Append query parameters before any fragment, after any query already in `url`."""
+    base, hash_mark, fragment = url.partition("#")
+    sep = "" if base.endswith(("?", "&")) else "&" if "?" in base else "?"
+    return f"{base}{sep}{urlencode(params, doseq=True)}{hash_mark}{fragment}"
+
+
 class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     """The wire and disk form of a `Request` (msgpack); fields are only ever appended, with defaults."""
 
@@ -135,8 +142,7 @@ class Request:
         depth: int = 0,
     ) -> None:
         if params:
-            sep = "&" if "?" in url else "?"
-            url = f"{url}{sep}{urlencode(params, doseq=True)}"
+            url = _add_params(url, params)
         self.url = check_url(url)
         self.method = method.upper()
         self.headers: dict[str, str] = dict(headers) if headers else {}
@@ -171,6 +177,12 @@ class Request:
         """
         record = self.to_record()
         values = {f: getattr(record, f) for f in record.__struct_fields__}
+        if ("json" in changes or "form" in changes) and "body" not in changes:
+            values["body"] = None  # the new payload replaces the old body and its content type
+            if "headers" not in changes:
+                values["headers"] = {
+                    k: v for k, v in values["headers"].items() if k.lower() != "content-type"
+                }
         values.update(changes)
         url = values.pop("url")
         return Request(url, **values)
