@@ -125,8 +125,8 @@ class Response:
         Found in WHATWG order: a byte-order mark, the `Content-Type` charset, `<meta charset>` (or
         `http-equiv`, or an XML declaration) in the first 4 KB, then detection (valid UTF-8, else
         charset-normalizer). Labels map as browsers map them (`gb2312` → `gb18030`, `shift_jis` →
-        `cp932`, `iso-8859-1` → `cp1252`). A declaration that fails on more than 1 % of the body is
-        overruled by detection. Computing it decodes the body once (the text is kept for `text`).
+        `cp932`, `iso-8859-1` → `cp1252`). A declaration that fails on more than 2 characters and 1 % of
+        the body is overruled by detection. Computing it decodes the body once (the text is kept for `text`).
 
         Example:
             >>> body = '<meta charset="gbk"><p>中文</p>'.encode("gbk")
