@@ -42,8 +42,8 @@ class BookSpider(Spider[Book]):
 
     async def parse(self, response: Response, ctx: Ctx[Book]) -> None:
         """A catalogue page: follow every book and the next page."""
-        for link in response.css("article.product_pod h3 a"):
-            ctx.follow(link.attrs["href"] or "", callback=self.parse_book)
+        for href in response.links("article.product_pod h3 a"):
+            ctx.follow(href, callback=self.parse_book)
         for href in response.links("ul.pager a, div.breadcrumb a, a"):
             if "/catalogue/page-" in href or "/admin/" in href:
                 ctx.follow(href)

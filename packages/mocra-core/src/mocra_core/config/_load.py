@@ -82,9 +82,7 @@ def convert(data: Mapping[str, Any], *, source: str) -> Settings:
         raise ConfigError(key or "settings", problem, source=source) from None
 
 
-def load(
-    path: str | None, *, overrides: list[str], environ: Mapping[str, str] | None = None
-) -> Settings:
+def load(path: str | None, *, overrides: list[str], environ: Mapping[str, str] | None = None) -> Settings:
     """Read `path` (TOML, optional), apply `MOCRA_*` variables, then `key=value` overrides; validate once.
 
     Raises:

@@ -11,11 +11,7 @@ from ..download import DownloadSettings, RetrySettings
 __all__ = ("CrawlSettings", "QueueSettings", "Settings", "SinkSettings")
 
 
-class _Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    pass
-
-
-class CrawlSettings(_Section):
+class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """How hard and how politely to crawl.
 
     Attributes:
@@ -50,7 +46,7 @@ class CrawlSettings(_Section):
             raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
 
 
-class QueueSettings(_Section):
+class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """Where the queues between stages live.
 
     Attributes:
@@ -64,7 +60,7 @@ class QueueSettings(_Section):
     max_attempts: int = 10
 
 
-class SinkSettings(_Section):
+class SinkSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """How items reach sinks.
 
     Attributes:
@@ -78,7 +74,7 @@ class SinkSettings(_Section):
     retry_delay: float = 0.2
 
 
-class Settings(_Section):
+class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """All settings of a run. Every section has working defaults: `Settings()` needs nothing.
 
     Example:

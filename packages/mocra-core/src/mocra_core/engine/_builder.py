@@ -90,7 +90,8 @@ class MocraBuilder:
 
     def downloader(self, downloader: Downloader, *, name: str = "default") -> MocraBuilder:
         """Register a downloader; `name="default"` replaces the built-in one, other names are chosen by
-        `Request(downloader=name)`."""
+        `Request(downloader=name)`.
+        """
         self._downloaders[name] = downloader
         return self
 

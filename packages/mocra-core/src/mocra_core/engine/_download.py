@@ -45,6 +45,8 @@ class DownloadStage:
         robots: RobotsPolicy | None,
         chain: MiddlewareChain,
         stats: Stats,
+        *,
+        max_requests: int | None = None,
     ) -> None:
         self._queue = queue
         self._downloaders = downloaders
@@ -53,6 +55,7 @@ class DownloadStage:
         self._robots = robots
         self._chain = chain
         self._stats = stats
+        self._max_requests = max_requests
         self._stopping = False
 
     def stop(self) -> None:
@@ -72,6 +75,10 @@ class DownloadStage:
 
     async def _handle(self, delivery: Delivery) -> None:
         request: Request = delivery.payload  # type: ignore[assignment]
+        if self._max_requests is not None and self._stats.requests >= self._max_requests:
+            self._stopping = True  # the page budget is spent: leave the request queued (kept in a job dir)
+            await self._queue.nack(delivery, delay=0, reason="page budget reached")
+            return
         try:
             await self._download(delivery, request)
         except anyio.get_cancelled_exc_class():
@@ -132,7 +139,9 @@ class DownloadStage:
         retry_after: str | None = None,
     ) -> None:
         status = response.status if response is not None else None
-        delay = self._retry.decide(request, delivery.attempt, status=status, error=error, retry_after=retry_after)
+        delay = self._retry.decide(
+            request, delivery.attempt, status=status, error=error, retry_after=retry_after
+        )
         what = f"HTTP {status}" if status is not None else _describe(error)
         if delay is not None:
             self._stats.retries += 1

@@ -131,12 +131,20 @@ class Engine:
             )
             generate = GenerateStage(queue, self._modules, frontier, self._stats)
             download = DownloadStage(
-                queue, downloaders, limiter, RetryPolicy(settings.retry), robots, self._chain, self._stats
+                queue,
+                downloaders,
+                limiter,
+                RetryPolicy(settings.retry),
+                robots,
+                self._chain,
+                self._stats,
+                max_requests=settings.crawl.max_pages,
             )
             parse = ParseStage(queue, self._modules, writers, frontier, self._chain, self._stats)
             await self._seed(queue, job)
-            reason = await self._run_stages(generate, download, parse, writers, job, handle_signals, progress,
-                                            progress_interval)
+            reason = await self._run_stages(
+                generate, download, parse, writers, job, handle_signals, progress, progress_interval
+            )
             dead = 0
             for topic in TOPICS:
                 dead += len(await queue.dead_letters(topic, limit=1_000_000))
@@ -192,7 +200,7 @@ class Engine:
             if self._interrupted.is_set():
                 logger.info("interrupted: finishing requests in flight")
                 return "interrupted"
-            if budget is not None and self._stats.responses >= budget:
+            if budget is not None and self._stats.requests >= budget:
                 logger.info("page budget of %d reached", budget)
                 return "max_pages"
             if await self._pending() == 0:
@@ -272,5 +280,3 @@ class Engine:
                 by_sink[id(sink)] = ItemWriter(sink, self._chain, self._stats, self._settings.sink)
             writers[name] = by_sink[id(sink)]
         return writers
-
-

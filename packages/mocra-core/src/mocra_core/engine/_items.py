@@ -107,11 +107,17 @@ class ItemWriter:
                 await self._sink.write(chunk)
             except Exception as exc:  # a sink may raise anything: retried, then reported
                 if attempt > self._settings.max_retries or getattr(exc, "retryable", True) is False:
-                    logger.error("sink %r failed %d times; %d items go back with their responses: %s",
-                                 self._sink, attempt, len(chunk), exc)
+                    logger.error(
+                        "sink %r failed %d times; %d items go back with their responses: %s",
+                        self._sink,
+                        attempt,
+                        len(chunk),
+                        exc,
+                    )
                     return exc
-                logger.warning("sink %r failed (attempt %d), retrying in %.2fs: %s",
-                               self._sink, attempt, delay, exc)
+                logger.warning(
+                    "sink %r failed (attempt %d), retrying in %.2fs: %s", self._sink, attempt, delay, exc
+                )
                 await anyio.sleep(delay)
                 delay *= 2
             else:

@@ -32,7 +32,8 @@ _RESPONSES = "response"
 class ParseStage:
     """Runs parse workers. A response is acknowledged only after its items are written and its follow-ups
     are in the request queue; a callback that raises sends the response to the dead-letter queue with the
-    traceback, and the crawl goes on."""
+    traceback, and the crawl goes on.
+    """
 
     def __init__(
         self,
@@ -90,7 +91,7 @@ class ParseStage:
                 node_id,
                 exc,
                 exc_info=exc,
-                extra={"module": module_name, "url": response.url},
+                extra={"mocra_module": module_name, "url": response.url},
             )
             await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())
             return

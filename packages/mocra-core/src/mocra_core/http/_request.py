@@ -40,10 +40,12 @@ def check_url(url: str) -> str:
 
 
 def _add_params(url: str, params: Params) -> str:
-    """Append query parameters before any fragment, after any query already in `url`."""
+    """Append query parameters before any fragment, after any query already in `url`; `None` values are left out."""
+    pairs: Any = params.items() if isinstance(params, Mapping) else params
+    kept = [(k, v) for k, v in pairs if v is not None]
     base, hash_mark, fragment = url.partition("#")
     sep = "" if base.endswith(("?", "&")) else "&" if "?" in base else "?"
-    return f"{base}{sep}{urlencode(params, doseq=True)}{hash_mark}{fragment}"
+    return f"{base}{sep}{urlencode(kept, doseq=True)}{hash_mark}{fragment}"
 
 
 class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):

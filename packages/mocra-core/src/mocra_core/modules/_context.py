@@ -56,7 +56,9 @@ class Seeds:
             InvalidURL: `url` is not an absolute http(s) URL.
         """
         self.add(
-            Request(url, meta=meta, priority=priority, dont_filter=dont_filter, callback=_callback_name(callback))
+            Request(
+                url, meta=meta, priority=priority, dont_filter=dont_filter, callback=_callback_name(callback)
+            )
         )
 
     def add(self, request: Request) -> None:

@@ -144,8 +144,6 @@ class Stats:
             bytes=self.bytes,
             status={str(k): v for k, v in sorted(self.status.items())},
             domains=dict(self.domains.most_common()),
-            latency_ms={
-                f"p{p}": round(self.latency.percentile(p) * 1000, 2) for p in (50, 90, 99)
-            },
+            latency_ms={f"p{p}": round(self.latency.percentile(p) * 1000, 2) for p in (50, 90, 99)},
             elapsed=self._carried + self._clock() - self._started,
         )
