@@ -82,7 +82,9 @@ def _job_exists(path: str) -> bool:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ._demo_run import run_demo
 
-    return run_demo(output=args.output, books=args.books, stream=sys.stdout, progress=ProgressLine(sys.stderr))
+    return run_demo(
+        output=args.output, books=args.books, stream=sys.stdout, progress=ProgressLine(sys.stderr)
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("path", help="a .py file defining one or more Spider subclasses")
     run.add_argument("-o", "--output", help="write items to this .jsonl or .csv file")
     run.add_argument(
-        "-s", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting (repeatable)"
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting (repeatable)",
     )
     run.add_argument("-c", "--config", help="a TOML settings file")
     run.add_argument("--job-dir", help="keep crawl state here; the same command resumes after a crash")
@@ -111,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     demo = commands.add_parser("demo", help="crawl the bundled offline demo bookshop")
-    demo.add_argument("-o", "--output", default="items.jsonl", help="where to write the books (default items.jsonl)")
+    demo.add_argument(
+        "-o", "--output", default="items.jsonl", help="where to write the books (default items.jsonl)"
+    )
     demo.add_argument("--books", type=int, default=50, help="number of books on the demo site")
     demo.set_defaults(func=_cmd_demo)
 
@@ -122,7 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging(verbosity: int) -> None:
     level = logging.DEBUG if verbosity >= 2 else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     if verbosity < 1:
         for noisy in ("httpx", "httpcore", "mocra_core.engine._engine"):
             logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -46,7 +46,9 @@ def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[An
         by_name = {cls.name: cls for cls in found}
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise ConfigError("--spider", f"unknown {unknown}; the file defines {sorted(by_name)}", source=path)
+            raise ConfigError(
+                "--spider", f"unknown {unknown}; the file defines {sorted(by_name)}", source=path
+            )
         found = [by_name[n] for n in names]
     return [cls() for cls in found]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,8 @@ import msgspec
 from .._errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ._settings import Settings
 
 __all__ = ("convert", "load", "parse_override")

@@ -23,7 +23,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         dedup: Drop requests whose fingerprint was already seen in this job (`dont_filter` skips the check).
         max_depth: Follow links at most this many hops from a seed (`None` = unlimited).
         max_pages: Stop taking new requests after this many responses (`None` = unlimited).
-        job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = keep everything in memory.
+        job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
     """
 
     concurrency: int = 64

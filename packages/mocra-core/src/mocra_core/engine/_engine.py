@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +23,8 @@ from ._jobdir import JobDir
 from ._parse import ParseStage
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
     from ..config import Settings
     from ..dedup import SeenSet
     from ..download import Downloader

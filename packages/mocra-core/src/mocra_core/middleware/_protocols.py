@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..http import Request, Response
 
 __all__ = ("DataMiddleware", "DownloadMiddleware", "StorageMiddleware")

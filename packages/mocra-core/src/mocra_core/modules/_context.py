@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._errors import InvalidURL
 from ..http import Request
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from ..http import Response
 
 __all__ = ("Ctx", "Seeds")

@@ -6,10 +6,10 @@ import inspect
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import ConfigError
-from ._context import Ctx, Seeds
 
 if TYPE_CHECKING:
     from ..http import Response
+    from ._context import Ctx, Seeds
     from ._spider import Spider
     from ._task import Task
 
