@@ -71,8 +71,10 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | None = N
     """Write a short human summary of a run."""
     s = result.stats
     lines = [
-        f"{result.reason}: {s.responses} pages, {s.items} items in {s.elapsed:.1f}s ({s.pages_per_second:.0f} pages/s)",
-        f"  requests {s.requests}, retries {s.retries}, errors {s.errors}, dead letters {result.dead_letters}",
+        f"{result.reason}: {s.responses} pages, {s.items} items in {s.elapsed:.1f}s "
+        f"({s.pages_per_second:.0f} pages/s)",
+        f"  requests {s.requests}, retries {s.retries}, errors {s.errors}, "
+        f"dead letters {result.dead_letters}",
         f"  status {s.status}",
         f"  dropped {s.dropped or {}}",
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",

@@ -89,7 +89,9 @@ class MocraBuilder:
         return self.set(f"crawl.job_dir={path!r}".replace("'", '"'))
 
     def downloader(self, downloader: Downloader, *, name: str = "default") -> MocraBuilder:
-        """Register a downloader; `name="default"` replaces the built-in one, other names are chosen by
+        """Register a downloader.
+
+        `name="default"` replaces the built-in one; other names are chosen per request with
         `Request(downloader=name)`.
         """
         self._downloaders[name] = downloader

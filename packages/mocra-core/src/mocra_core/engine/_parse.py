@@ -30,9 +30,11 @@ _RESPONSES = "response"
 
 
 class ParseStage:
-    """Runs parse workers. A response is acknowledged only after its items are written and its follow-ups
-    are in the request queue; a callback that raises sends the response to the dead-letter queue with the
-    traceback, and the crawl goes on.
+    """Runs parse workers.
+
+    A response is acknowledged only after its items are written and its follow-ups are in the request
+    queue; a callback that raises sends the response to the dead-letter queue with the traceback, and the
+    crawl goes on.
     """
 
     def __init__(
