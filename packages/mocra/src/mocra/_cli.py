@@ -80,8 +80,10 @@ def _job_exists(path: str) -> bool:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ._demo_run import run_demo
+    from ._demo_run import run_demo, serve_demo
 
+    if args.serve:
+        return serve_demo(port=args.port, books=args.books, stream=sys.stdout)
     return run_demo(
         output=args.output, books=args.books, stream=sys.stdout, progress=ProgressLine(sys.stderr)
     )
@@ -122,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", default="items.jsonl", help="where to write the books (default items.jsonl)"
     )
     demo.add_argument("--books", type=int, default=50, help="number of books on the demo site")
+    demo.add_argument("--serve", action="store_true", help="only serve the demo site (for your own spider)")
+    demo.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
     demo.set_defaults(func=_cmd_demo)
 
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import signal
 from typing import TYPE_CHECKING, TextIO
 
 import anyio
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
     from ._progress import ProgressLine
 
-__all__ = ("run_demo",)
+__all__ = ("crawl_demo", "run_demo", "serve_demo")
 
 
 async def crawl_demo(site: DemoSite, output: str, progress: ProgressLine | None = None) -> CrawlResult:
@@ -45,9 +46,27 @@ def run_demo(*, output: str, books: int, stream: TextIO, progress: ProgressLine 
     got = sorted(msgspec.json.decode(line)["url"] for line in lines)
     expected = sorted(item["url"] for item in site.expected_items())
     if got == expected:
-        stream.write(f"all {len(expected)} books scraped once each; traps handled "
-                     f"(redirect, duplicates, 503 retry, 404, Latin-1 page, robots.txt)\n")
+        stream.write(
+            f"all {len(expected)} books scraped once each; traps handled "
+            f"(redirect, duplicates, 503 retry, 404, Latin-1 page, robots.txt)\n"
+        )
         return 0
     missing = sorted(set(expected) - set(got))
     stream.write(f"mismatch: {len(got)} items written, {len(expected)} expected; missing {missing[:5]}\n")
     return 1
+
+
+def serve_demo(*, port: int, books: int, stream: TextIO) -> int:
+    """Serve the demo bookshop on 127.0.0.1:`port` until Ctrl-C (for trying your own spider on it)."""
+
+    async def serve() -> None:
+        site = DemoSite(books=books, port=port)
+        async with site.running() as base_url:
+            stream.write(f"demo bookshop on {base_url}/ (Ctrl-C to stop)\n")
+            stream.flush()
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    return
+
+    anyio.run(serve)
+    return 0

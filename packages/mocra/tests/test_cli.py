@@ -1,0 +1,119 @@
+"""The `mocra` command line, run as a user runs it: in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import msgspec
+import pytest
+
+from mocra._demo import DemoSite
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+MOCRA = [sys.executable, "-m", "mocra"]
+
+
+def run(*args: str, cwd: pathlib.Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [*MOCRA, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def read_jsonl(path: pathlib.Path) -> list[dict[str, object]]:
+    return [msgspec.json.decode(line) for line in path.read_bytes().splitlines()]
+
+
+def test_demo_end_to_end(tmp_path: pathlib.Path) -> None:
+    result = run("demo", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all 50 books scraped once each" in result.stdout
+    items = read_jsonl(tmp_path / "items.jsonl")
+    expected = DemoSite().expected_items()
+    assert sorted(items, key=lambda i: str(i["url"])) == sorted(expected, key=lambda i: i["url"])
+
+
+def test_version_lists_the_packages(tmp_path: pathlib.Path) -> None:
+    result = run("version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "mocra 0.1.0" in result.stdout
+    assert "mocra-core 0.1.0" in result.stdout
+
+
+def quickstart_from_readme() -> str:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- quickstart -->\s*```python\n(.*?)```", readme, re.S)
+    assert match, "README.md lost its quick start block"
+    return match.group(1)
+
+
+def test_readme_quick_start_matches_the_example() -> None:
+    assert quickstart_from_readme() == (ROOT / "examples" / "quickstart.py").read_text()
+
+
+@pytest.mark.parametrize("output", ["books.jsonl", "books.csv"])
+def test_readme_quick_start_runs_with_mocra_run(tmp_path: pathlib.Path, output: str) -> None:
+    site = DemoSite(retry_after=0)
+    with site.run_in_thread() as base_url:
+        spider = tmp_path / "quickstart.py"
+        spider.write_text(quickstart_from_readme().replace("http://127.0.0.1:8000", base_url))
+        result = run("run", str(spider), "-o", output, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"finished: \d+ pages, 50 items", result.stdout), result.stdout
+    expected = {item["title"] for item in site.expected_items()}
+    if output.endswith(".jsonl"):
+        titles = {str(item["title"]) for item in read_jsonl(tmp_path / output)}
+    else:
+        import csv
+
+        with (tmp_path / output).open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        assert list(rows[0]) == ["title", "price"]
+        titles = {row["title"] for row in rows}
+    assert titles == expected
+    assert site.server.hits["/catalogue/page-2.html"] == 1
+
+
+def test_readme_quick_start_runs_as_a_script(tmp_path: pathlib.Path) -> None:
+    site = DemoSite(retry_after=0)
+    with site.run_in_thread() as base_url:
+        spider = tmp_path / "quickstart.py"
+        spider.write_text(quickstart_from_readme().replace("http://127.0.0.1:8000", base_url))
+        result = subprocess.run(
+            [sys.executable, str(spider)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "50 books" in result.stdout
+
+
+def test_run_reports_a_bad_setting_by_name(tmp_path: pathlib.Path) -> None:
+    spider = tmp_path / "quickstart.py"
+    spider.write_text(quickstart_from_readme())
+    result = run("run", str(spider), "-s", "crawl.concurency=8", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "concurency" in result.stderr
+
+
+def test_run_reports_a_missing_file(tmp_path: pathlib.Path) -> None:
+    result = run("run", "nope.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "nope.py" in result.stderr and "no such file" in result.stderr
+
+
+def test_run_rejects_an_unknown_output_format(tmp_path: pathlib.Path) -> None:
+    spider = tmp_path / "quickstart.py"
+    spider.write_text(quickstart_from_readme())
+    result = run("run", str(spider), "-o", "items.xml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert ".xml" in result.stderr
