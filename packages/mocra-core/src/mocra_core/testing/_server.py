@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -55,13 +55,19 @@ class ServerRequest:
 
 @dataclass
 class ServerResponse:
-    """A response to send. `raw`, when set, is written to the socket as it is (for broken-server tests)."""
+    """A response to send. `raw`, when set, is written to the socket as it is (for broken-server tests).
+
+    `chunks`, when set, replaces `body`: each piece is sent as one chunk of a `Transfer-Encoding: chunked`
+    body, as soon as the iterable yields it (an async generator can sleep between pieces to make a slow
+    server). An async generator can be consumed once: return a fresh response from a handler.
+    """
 
     status: int = 200
     body: bytes | str = b""
     headers: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None
     close: bool = False
+    chunks: Iterable[bytes] | AsyncIterable[bytes] | None = None
 
     def encode(self) -> bytes:
         """The bytes on the wire: status line, headers and body."""
@@ -69,7 +75,11 @@ class ServerResponse:
             return self.raw
         body = self.body.encode() if isinstance(self.body, str) else self.body
         headers = {"Content-Type": "text/html; charset=utf-8", **self.headers}
-        headers["Content-Length"] = str(len(body))
+        if self.chunks is not None:
+            headers["Transfer-Encoding"] = "chunked"
+            body = b""
+        else:
+            headers["Content-Length"] = str(len(body))
         if self.close:
             headers["Connection"] = "close"
         try:
@@ -160,12 +170,12 @@ class LocalServer:
                         return
                     response = await self._respond(request)
                     await stream.send(response.encode())
+                    if response.chunks is not None and response.raw is None:
+                        await _send_chunks(stream, response.chunks)
                     if response.close or request.headers.get("connection", "").lower() == "close":
                         return
 
-    async def _read_request(
-        self, stream: anyio.streams.buffered.BufferedByteReceiveStream
-    ) -> ServerRequest | None:
+    async def _read_request(self, stream: BufferedByteReceiveStream) -> ServerRequest | None:
         head = await stream.receive_until(b"\r\n\r\n", _MAX_HEADER_BYTES)
         if not head:
             return None
@@ -192,3 +202,16 @@ class LocalServer:
         except Exception:
             logger.exception("handler for %s failed", request.target)
             return ServerResponse(500, "<h1>Internal Server Error</h1>")
+
+
+async def _send_chunks(stream: SocketStream, chunks: Iterable[bytes] | AsyncIterable[bytes]) -> None:
+    """Send a chunked body: each non-empty piece as one chunk, then the last (empty) chunk."""
+    if isinstance(chunks, AsyncIterable):
+        async for piece in chunks:
+            if piece:
+                await stream.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+    else:
+        for piece in chunks:
+            if piece:
+                await stream.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+    await stream.send(b"0\r\n\r\n")

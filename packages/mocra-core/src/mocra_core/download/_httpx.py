@@ -1,0 +1,402 @@
+"""`HttpxDownloader`: the default `Downloader`, httpx's model over a pooled transport (aiohttp or httpcore).
+
+Requests go straight to an `httpx.AsyncBaseTransport` rather than through `httpx.AsyncClient.send`: the
+client's per-request machinery (auth flow, cookie extraction through urllib shims, redirect bookkeeping)
+doubled the CPU cost of a page in `benchmarks/bench_transport.py`, and this class does its own redirects,
+cookies, timeouts and body decoding anyway. Users still see httpx types (`httpx.Headers`, transports).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import httpx
+
+from .._errors import DownloadError, DownloadTimeout, TooManyRedirects
+from ..http import Response
+from ._decode import ACCEPT_ENCODING, BodyDecoder
+from ._settings import DownloadSettings
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from ..http import Request
+
+__all__ = ("HttpxDownloader", "HttpxSession")
+
+logger = logging.getLogger(__name__)
+
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
+_BODY_HEADERS = ("content-type", "content-length", "content-encoding", "transfer-encoding")
+_CROSS_ORIGIN_DROP = ("authorization", "proxy-authorization", "cookie")
+_DRAIN_BYTES = 64 * 1024  # a redirect body up to this is read so its connection can be reused
+_CLOSE_TIMEOUT = 5.0
+
+
+def _build_transport(settings: DownloadSettings) -> httpx.AsyncBaseTransport:
+    limits = httpx.Limits(
+        max_connections=settings.max_connections, max_keepalive_connections=settings.max_connections
+    )
+    if settings.transport == "httpx":
+        return httpx.AsyncHTTPTransport(verify=settings.verify, limits=limits, trust_env=False)
+
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+
+    def make_session() -> aiohttp.ClientSession:  # called lazily, inside the event loop
+        connector = aiohttp.TCPConnector(limit=settings.max_connections, ssl=transport.ssl_context)
+        return aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),  # cookies are ours, per session
+            auto_decompress=False,  # decoded by BodyDecoder, under the size cap
+            timeout=aiohttp.ClientTimeout(total=None),  # per-request timeouts come from the extensions
+            max_line_size=65536,
+            max_field_size=65536,
+        )
+
+    transport = AiohttpTransport(verify=settings.verify, limits=limits, trust_env=False, client=make_session)
+    return transport
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What a transport raises for a failed exchange; aiohttp's errors only if aiohttp was imported."""
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        return (httpx.HTTPError, aiohttp.ClientError, OSError)
+    return (httpx.HTTPError, OSError)
+
+
+def _map_error(exc: BaseException, request: Request, url: str) -> DownloadError:
+    """Translate a transport exception; httpx-aiohttp reports a refused connection as `ConnectTimeout`."""
+    if isinstance(exc, httpx.TimeoutException):
+        cause = exc.__cause__
+        from_aiohttp = cause is not None and type(cause).__module__.startswith("aiohttp")
+        timed_out = not from_aiohttp or isinstance(cause, TimeoutError)
+        detail = cause if from_aiohttp and cause is not None else exc
+    else:
+        timed_out = isinstance(exc, TimeoutError)
+        detail = exc
+    where = url if url == request.url else f"{url} (redirected from {request.url})"
+    what = "timed out" if timed_out else "failed"
+    message = f"{request.method} {where} {what}: {type(detail).__name__}: {detail}".rstrip(": ")
+    cls = DownloadTimeout if timed_out else DownloadError
+    return cls(message, request=request)
+
+
+class HttpxDownloader:
+    """The default downloader: pooled HTTP/1.1 with timeouts, redirects, cookies and a decoded-size cap.
+
+    - One connection pool for every host (`max_connections`), shared by all sessions.
+    - Timeouts: `connect_timeout` and `read_timeout` per socket operation; `total_timeout` (or
+      `Request.timeout`) bounds the whole exchange, every redirect hop and the full body included.
+    - Redirects are followed here, up to `max_redirects` hops, with loop detection (the same method, URL and
+      cookies twice). 301/302 turn a POST into a body-less GET, 303 turns anything but HEAD into one (as
+      browsers do); 307/308 keep method and body. Credentials (`Authorization`, an explicit `Cookie` header,
+      `Request.cookies`) are not sent to another host. `Response.url` is the final URL.
+    - Bodies are decoded (gzip, deflate; br with Brotli >= 1.2) while streaming and capped at
+      `max_body_bytes` *after* decoding, so a gzip bomb stops at the cap. Headers stay as received
+      (`Content-Encoding` included, as in httpx).
+    - Cookies set by responses are kept in a jar and sent on later requests to the same site (ports are not
+      distinguished, per RFC 6265). The downloader has one jar; `session(key)` gives a view with its own.
+      `Request.cookies` are added for that request (over jar cookies of the same name); an explicit
+      `Cookie` header in `Request.headers` is sent as it is, instead of both.
+    - `Request.headers` are merged over the settings' default headers (case-insensitively).
+
+    Args:
+        settings: Timeouts, caps, pool size, transport and default headers.
+        name: The name requests use to pick this downloader (`Request.downloader`).
+        transport: An httpx transport to use instead of the one `settings.transport` names (a proxy
+            transport, `httpx.MockTransport`, ...); the downloader closes it.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.http import Request
+        >>> from mocra_core.testing import LocalServer, ServerResponse
+        >>> server = LocalServer({"/": ServerResponse(body="<h1>hi</h1>")})
+        >>> async def main() -> tuple[int, bytes]:
+        ...     async with server.running() as base_url, HttpxDownloader() as downloader:
+        ...         response = await downloader.download(Request(base_url + "/"))
+        ...         return response.status, response.body
+        >>> anyio.run(main)
+        (200, b'<h1>hi</h1>')
+    """
+
+    def __init__(
+        self,
+        settings: DownloadSettings | None = None,
+        *,
+        name: str = "default",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = settings = settings or DownloadSettings()
+        self._transport = transport or _build_transport(settings)
+        self._errors = _transport_errors()
+        defaults = {
+            "user-agent": ("User-Agent", settings.user_agent),
+            "accept-encoding": ("Accept-Encoding", ACCEPT_ENCODING),
+        }
+        for key, value in settings.headers.items():
+            defaults[key.lower()] = (key, value)
+        self._default_headers = defaults
+        self._default_list = list(defaults.values())
+        self._extensions: dict[str, Any] = {
+            "timeout": {
+                "connect": settings.connect_timeout,
+                "read": settings.read_timeout,
+                "write": settings.read_timeout,
+                "pool": None,  # waiting for a pooled connection is bounded by the total timeout
+            }
+        }
+        self._cookies = httpx.Cookies()
+        self._sessions: dict[str, HttpxSession] = {}
+        self._closed = False
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        """The downloader's own cookie jar (sessions have theirs)."""
+        return self._cookies
+
+    def session(self, key: str) -> HttpxSession:
+        """A downloader sharing this one's pool and settings but with its own cookie jar, one per `key`.
+
+        The same key returns the same session until it is closed. Use one per account or login.
+        """
+        found = self._sessions.get(key)
+        if found is None:
+            found = self._sessions[key] = HttpxSession(self, key)
+        return found
+
+    async def download(self, request: Request) -> Response:
+        """Fetch `request`, following redirects; any HTTP status is a `Response` (see the class notes)."""
+        return await self._fetch(request, self._cookies)
+
+    async def aclose(self) -> None:
+        """Close the pool (and every session's use of it); idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._sessions.clear()
+            await self._transport.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+            await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<HttpxDownloader {self.name!r} transport={self.settings.transport!r}>"
+
+    # ------------------------------------------------------------------ the exchange
+
+    async def _fetch(self, request: Request, jar: httpx.Cookies) -> Response:
+        if self._closed:
+            raise RuntimeError(f"downloader {self.name!r} is closed")
+        timeout = request.timeout if request.timeout is not None else self.settings.total_timeout
+        start = time.perf_counter()
+        try:
+            with anyio.fail_after(timeout):
+                url, resp, body = await self._exchange(request, jar)
+        except TimeoutError as exc:
+            raise DownloadTimeout(
+                f"{request.method} {request.url} timed out: no complete response within {timeout}s "
+                "(total timeout)",
+                request=request,
+            ) from exc
+        return Response(
+            url, resp.status_code, resp.headers, body, request, elapsed=time.perf_counter() - start
+        )
+
+    def _headers(self, request: Request) -> list[tuple[str, str]]:
+        if not request.headers:
+            return self._default_list
+        merged = self._default_headers.copy()
+        for key, value in request.headers.items():
+            merged[key.lower()] = (key, value)
+        return list(merged.values())
+
+    async def _exchange(self, request: Request, jar: httpx.Cookies) -> tuple[str, httpx.Response, bytes]:
+        method, url, content = request.method, request.url, request.body
+        headers = self._headers(request)
+        explicit_cookie = any(k.lower() == "cookie" for k, _ in headers) if request.headers else False
+        first_host: str | None = None
+        seen: set[tuple[str, str, str | None]] = set()
+        hops = 0
+        while True:
+            http_request = self._build(method, url, headers, content, request)
+            host = http_request.url.host
+            if first_host is None:
+                first_host = host
+            if not explicit_cookie:
+                _add_cookies(http_request, jar, request.cookies if host == first_host else None)
+            resp = await self._send(http_request, request, url)
+            if "set-cookie" in resp.headers:
+                resp.request = http_request
+                jar.extract_cookies(resp)
+            location = resp.headers.get("location") if resp.status_code in _REDIRECTS else None
+            if location is None or self.settings.max_redirects == 0:
+                return url, resp, await self._read(resp, request, url, method)
+            await self._discard(resp, request, url)
+            hops += 1
+            key = (method, url, http_request.headers.get("cookie"))
+            if key in seen:
+                raise TooManyRedirects(
+                    f"redirect loop at {method} {url} (from {request.url})", request=request
+                )
+            seen.add(key)
+            if hops > self.settings.max_redirects:
+                raise TooManyRedirects(
+                    f"{request.method} {request.url}: more than max_redirects={self.settings.max_redirects} "
+                    f"redirects (last to {url})",
+                    request=request,
+                )
+            next_url = self._redirect_target(http_request, location, request)
+            status = resp.status_code
+            if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+                method, content = "GET", None
+                headers = [(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS]
+            if next_url.host != host or next_url.scheme != http_request.url.scheme:
+                headers = [(k, v) for k, v in headers if k.lower() not in _CROSS_ORIGIN_DROP]
+                explicit_cookie = False
+            logger.debug("redirect %d %s -> %s", status, url, next_url)
+            url = str(next_url)
+
+    def _build(
+        self, method: str, url: str, headers: list[tuple[str, str]], content: bytes | None, request: Request
+    ) -> httpx.Request:
+        try:
+            return httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError, TypeError) as exc:
+            raise DownloadError(f"cannot request {method} {url}: {exc}", request=request) from exc
+
+    def _redirect_target(self, http_request: httpx.Request, location: str, request: Request) -> httpx.URL:
+        try:
+            target = http_request.url.join(location)
+        except httpx.InvalidURL as exc:
+            raise DownloadError(
+                f"{http_request.url} redirected to an invalid Location {location!r}: {exc}", request=request
+            ) from exc
+        if target.scheme not in ("http", "https") or not target.host:
+            raise DownloadError(
+                f"{http_request.url} redirected to {location!r}, which is not an http(s) URL", request=request
+            )
+        return target
+
+    async def _send(self, http_request: httpx.Request, request: Request, url: str) -> httpx.Response:
+        try:
+            return await self._transport.handle_async_request(http_request)
+        except self._errors as exc:
+            raise _map_error(exc, request, url) from exc
+
+    async def _read(self, resp: httpx.Response, request: Request, url: str, method: str) -> bytes:
+        decoder = BodyDecoder(resp.headers.get("content-encoding", ""), self.settings.max_body_bytes, request)
+        stream: Any = resp.stream
+        iterator = stream.__aiter__()
+        try:
+            if method != "HEAD" and "content-encoding" not in resp.headers:
+                declared = resp.headers.get("content-length")
+                if (
+                    declared is not None
+                    and declared.isdigit()
+                    and int(declared) > self.settings.max_body_bytes
+                ):
+                    raise decoder.too_large(int(declared))
+            async for chunk in iterator:
+                decoder.feed(chunk)
+        except self._errors as exc:
+            await _close(resp, iterator)
+            raise _map_error(exc, request, url) from exc
+        except BaseException:
+            await _close(resp, iterator)
+            raise
+        await resp.aclose()
+        return decoder.finish()
+
+    async def _discard(self, resp: httpx.Response, request: Request, url: str) -> None:
+        stream: Any = resp.stream
+        iterator = stream.__aiter__()
+        read = 0
+        try:
+            async for chunk in iterator:
+                read += len(chunk)
+                if read > _DRAIN_BYTES:
+                    break
+        except self._errors as exc:
+            raise _map_error(exc, request, url) from exc
+        finally:
+            await _close(resp, iterator)
+
+
+async def _close(resp: httpx.Response, iterator: Any) -> None:
+    """Close a response and its body iterator, shielded and bounded (runs on the error and cancel paths)."""
+    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        await resp.aclose()
+
+
+def _add_cookies(http_request: httpx.Request, jar: httpx.Cookies, extra: dict[str, str] | None) -> None:
+    if jar:
+        jar.set_cookie_header(http_request)
+    if extra:
+        pairs: dict[str, str] = {}
+        current = http_request.headers.get("cookie")
+        if current:
+            for part in current.split(";"):
+                name, _, value = part.strip().partition("=")
+                pairs[name] = value
+        pairs.update(extra)
+        http_request.headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in pairs.items())
+
+
+class HttpxSession:
+    """A view of an `HttpxDownloader` with its own cookie jar (one login, one account); see `session`.
+
+    It shares the parent's pool and settings; closing it forgets its cookies, not the pool.
+    """
+
+    def __init__(self, parent: HttpxDownloader, key: str) -> None:
+        self._parent = parent
+        self.key = key
+        self.name = f"{parent.name}[{key}]"
+        self._cookies = httpx.Cookies()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        """This session's cookie jar."""
+        return self._cookies
+
+    async def download(self, request: Request) -> Response:
+        """Fetch `request` with this session's cookies (see `HttpxDownloader.download`)."""
+        return await self._parent._fetch(request, self._cookies)
+
+    async def aclose(self) -> None:
+        """Forget this session's cookies; the parent's pool stays open."""
+        self._cookies.clear()
+        if self._parent._sessions.get(self.key) is self:
+            del self._parent._sessions[self.key]
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<HttpxSession {self.name!r}>"

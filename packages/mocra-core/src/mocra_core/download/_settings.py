@@ -1,0 +1,86 @@
+"""`DownloadSettings`: how the downloader talks HTTP (timeouts, caps, pool, transport, default headers)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from typing import Literal
+
+import msgspec
+
+__all__ = ("DEFAULT_HEADERS", "DownloadSettings")
+
+DEFAULT_HEADERS: dict[str, str] = {
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "Accept-Language": "en",
+}
+"""Headers sent with every request unless the settings or the request override them (as Scrapy's)."""
+
+
+@functools.cache
+def _default_user_agent() -> str:
+    # not `mocra_core.__version__`: settings are built while `mocra_core/__init__` is still importing
+    try:
+        version = importlib.metadata.version("mocra-core")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        version = "0"
+    return f"mocra/{version}"
+
+
+def _default_headers() -> dict[str, str]:
+    return dict(DEFAULT_HEADERS)
+
+
+class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """How a downloader talks HTTP. Durations are seconds; sizes are bytes.
+
+    Attributes:
+        user_agent: The `User-Agent` header, also the token robots.txt rules are matched against.
+        connect_timeout: Seconds to open a connection (TCP and TLS).
+        read_timeout: Seconds to wait for each read (and write) on an open connection.
+        total_timeout: Seconds for the whole exchange: every redirect hop and the full body.
+            `Request.timeout` overrides it per request.
+        max_body_bytes: Cap on a response body *after* decompression; passing it raises `BodyTooLarge`.
+        max_redirects: Redirect hops followed before `TooManyRedirects`; 0 returns the 3xx response as is.
+        max_connections: Size of the connection pool shared by every host.
+        transport: `"aiohttp"` (httpx's API over an aiohttp pool, the measured default) or `"httpx"`
+            (httpx's own pool); see `benchmarks/README.md`, "Downloader transport".
+        verify: Verify TLS certificates.
+        headers: Default request headers; `Request.headers` are merged over them.
+
+    Raises:
+        ValueError: a value makes no sense (a negative timeout, a zero cap, ...); the message names the field.
+
+    Example:
+        >>> DownloadSettings(read_timeout=5.0).total_timeout
+        60.0
+        >>> DownloadSettings(connect_timeout=-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: connect_timeout: must be > 0, got -1
+    """
+
+    user_agent: str = msgspec.field(default_factory=_default_user_agent)
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 60.0
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_redirects: int = 10
+    max_connections: int = 100
+    transport: Literal["aiohttp", "httpx"] = "aiohttp"
+    verify: bool = True
+    headers: dict[str, str] = msgspec.field(default_factory=_default_headers)
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "read_timeout", "total_timeout"):
+            value = getattr(self, name)
+            if not value > 0:  # also rejects NaN
+                raise ValueError(f"{name}: must be > 0, got {value!r}")
+        for name, low in (("max_body_bytes", 1), ("max_redirects", 0), ("max_connections", 1)):
+            value = getattr(self, name)
+            if value < low:
+                raise ValueError(f"{name}: must be >= {low}, got {value!r}")
+        if not self.user_agent.strip():
+            raise ValueError("user_agent: must not be empty")
+        if self.transport not in ("aiohttp", "httpx"):
+            raise ValueError(f"transport: expected 'aiohttp' or 'httpx', got {self.transport!r}")

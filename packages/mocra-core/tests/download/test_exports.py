@@ -1,0 +1,27 @@
+"""The download package's public surface is a decision: pin it."""
+
+from __future__ import annotations
+
+import mocra_core.download as download
+
+
+def test_all_is_pinned() -> None:
+    assert download.__all__ == (
+        "ACCEPT_ENCODING",
+        "DEFAULT_HEADERS",
+        "BodyDecoder",
+        "DomainLimiter",
+        "DomainState",
+        "DownloadSettings",
+        "Downloader",
+        "HttpxDownloader",
+        "HttpxSession",
+        "RetryPolicy",
+        "RetrySettings",
+        "RobotsPolicy",
+        "domain_of",
+        "origin_of",
+        "parse_retry_after",
+    )
+    for name in download.__all__:
+        assert getattr(download, name) is not None
