@@ -1,0 +1,42 @@
+"""`LockFile`: an exclusive, advisory lock on a directory, held for as long as a process uses it."""
+
+from __future__ import annotations
+
+import os
+
+from .._errors import ConfigError
+
+__all__ = ("LockFile",)
+
+
+class LockFile:
+    """Hold `flock(LOCK_EX)` on `<directory>/<name>`; the kernel drops it when the process dies.
+
+    Raises:
+        ConfigError: another process (named by its pid) holds the lock.
+    """
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, directory: str, *, name: str = "mocra.lock", what: str = "queue.path") -> None:
+        import fcntl  # POSIX only; imported here so the package still imports elsewhere
+
+        fd = os.open(os.path.join(directory, name), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            by = f"process {holder}" if holder else "another process"
+            raise ConfigError(
+                what, f"{directory!r} is in use by {by}; a queue directory serves one process at a time"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Let go of the lock; idempotent."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,82 @@
+"""`open_queue`: a `QueueBackend` from a URL such as `memory://` or `lmdb:///var/crawl/job/queue`."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from .._errors import ConfigError
+from ._lmdb import LmdbQueue
+from ._memory import MemoryQueue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._backend import QueueBackend
+    from ._codec import Codec
+
+__all__ = ("open_queue",)
+
+_LATER = ("redis", "nats", "kafka")
+
+
+def open_queue(
+    url: str,
+    *,
+    codec: Codec | None = None,
+    visibility_timeout: float = 300.0,
+    max_attempts: int = 5,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> QueueBackend:
+    """Open the queue backend a URL names; use the result with `async with`.
+
+    - `memory://` — a new `MemoryQueue` (each call is a separate queue).
+    - `lmdb:///abs/dir` or `lmdb://rel/dir` — an `LmdbQueue` in that directory; needs `codec`.
+
+    Args:
+        url: The backend URL (the `queue.url` setting).
+        codec: How a durable or remote backend stores payloads; ignored by `memory://`.
+        visibility_timeout: Seconds a delivery may stay unacked before it comes back.
+        max_attempts: Deliveries of one message before it is dead-lettered.
+        clock: Monotonic seconds for delays and leases.
+        wall_clock: Epoch seconds for `created` and `failed_at`.
+
+    Raises:
+        ConfigError: the scheme is unknown or its backend not available, the path is missing or in use,
+            or a codec is needed and none was given.
+
+    Example:
+        >>> open_queue("memory://")
+        <MemoryQueue topics=0>
+        >>> from mocra_core import ConfigError
+        >>> try:
+        ...     open_queue("rediss://cache:6379")
+        ... except ConfigError as exc:
+        ...     print(exc)
+        <code>: queue.url: unknown scheme 'rediss'; expected memory or lmdb
+    """
+    scheme, sep, rest = url.partition("://")
+    if scheme == "memory" and sep:
+        return MemoryQueue(
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
+    if scheme == "lmdb" and sep:
+        if not rest:
+            raise ConfigError("queue.url", "lmdb:// needs a directory, e.g. lmdb:///var/crawl/queue")
+        if codec is None:
+            raise ConfigError("queue.url", "an lmdb:// queue needs a codec for its payloads (codec=...)")
+        return LmdbQueue(
+            rest,
+            codec=codec,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
+    if scheme in _LATER and sep:
+        raise ConfigError("queue.url", f"the {scheme} backend is not available in this version; use memory")
+    raise ConfigError("queue.url", f"unknown scheme {scheme!r}; expected memory or lmdb")

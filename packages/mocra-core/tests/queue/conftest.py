@@ -1,0 +1,59 @@
+"""Fixtures for the queue tests: one factory parametrised over every backend, and a fake clock."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from mocra_core.queue import LmdbQueue, MemoryQueue, MsgpackCodec
+
+if TYPE_CHECKING:
+    import pathlib
+
+    from mocra_core.queue import QueueBackend
+
+# A backend is done when `test_conformance.py` passes on it unchanged: add its name here and a branch below
+# that opens a fresh namespace (a new stream prefix / subject / topic set) per test.
+BACKENDS = ["memory", "lmdb"]
+
+
+class OpenBackend(Protocol):
+    def __call__(self, **options: Any) -> QueueBackend: ...
+
+
+class FakeClock:
+    """A clock that only moves when told to (`advance`)."""
+
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def open_backend(backend: str, tmp_path: pathlib.Path) -> OpenBackend:
+    """Open the backend under test; `options` are constructor options every backend accepts
+    (`visibility_timeout`, `max_attempts`; the in-process ones also take `clock` and `wall_clock`)."""
+
+    def open_(**options: Any) -> QueueBackend:
+        if backend == "memory":
+            return MemoryQueue(**options)
+        return LmdbQueue(tmp_path / "queue", codec=MsgpackCodec(), **options)
+
+    return open_
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
