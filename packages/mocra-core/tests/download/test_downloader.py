@@ -318,6 +318,20 @@ async def test_credentials_are_not_sent_to_another_host(make_downloader: MakeDow
     assert "authorization" not in other_host.headers and "cookie" not in other_host.headers
 
 
+async def test_redirect_bodies_are_skipped_whatever_their_size(make_downloader: MakeDownloader) -> None:
+    server = LocalServer(
+        {
+            "/small": ServerResponse(302, body=b"s" * 100, headers={"Location": "/big"}),
+            "/big": ServerResponse(302, body=b"b" * 500_000, headers={"Location": "/end"}),
+            "/end": ServerResponse(body="end"),
+        }
+    )
+    downloader = make_downloader(max_body_bytes=1000)  # the cap is for the final body only
+    async with server.running() as base:
+        for _ in range(3):
+            assert (await downloader.download(Request(base + "/small"))).body == b"end"
+
+
 async def test_redirect_to_a_non_http_url_fails(make_downloader: MakeDownloader) -> None:
     server = LocalServer({"/a": redirect("ftp://example.com/file")})
     async with server.running() as base:
