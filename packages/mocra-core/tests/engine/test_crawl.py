@@ -323,3 +323,20 @@ async def test_max_pages_stops_the_crawl(builder: MocraBuilder, server: LocalSer
 
     assert result.reason == "max_pages"
     assert 5 <= result.stats.responses <= 7
+
+
+async def test_robots_crawl_delay_spaces_requests(server: LocalServer) -> None:
+    from mocra_core import Mocra
+
+    server.route(
+        "/robots.txt",
+        ServerResponse(body="User-agent: *\nCrawl-delay: 0.3\n", headers={"Content-Type": "text/plain"}),
+    )
+    server.route("/", page("/a.html", "/b.html"))
+    server.route("/a.html", page())
+    server.route("/b.html", page())
+
+    result = await Mocra.builder().spider(LinkSpider(server.url("/"))).run_async()
+
+    assert result.stats.responses == 3
+    assert result.stats.elapsed >= 0.6  # three starts, at least 0.3 s apart

@@ -57,6 +57,7 @@ class DownloadStage:
         self._stats = stats
         self._max_requests = max_requests
         self._stopping = False
+        self._delays_checked: set[str] = set()
 
     def stop(self) -> None:
         """Take no new requests; workers return after their current one."""
@@ -105,6 +106,8 @@ class DownloadStage:
             await self._queue.ack([delivery])
             return
         domain = urlsplit(request.url).hostname or ""
+        if self._robots is not None and domain not in self._delays_checked:
+            self._apply_crawl_delay(domain, request.url)
         downloader = self._downloaders[request.downloader or "default"]
         self._stats.requests += 1
         try:
@@ -128,6 +131,14 @@ class DownloadStage:
             response = changed_response
         await self._queue.publish(RESPONSES, [response], priority=request.priority)
         await self._queue.ack([delivery])
+
+    def _apply_crawl_delay(self, domain: str, url: str) -> None:
+        assert self._robots is not None
+        self._delays_checked.add(domain)
+        delay = self._robots.crawl_delay(url)
+        if delay:
+            logger.info("robots.txt of %s asks for a crawl delay of %.2fs", domain, delay)
+            self._limiter.configure(domain, delay=max(delay, self._limiter.state(domain).delay))
 
     async def _retry_or_dead_letter(
         self,
