@@ -20,7 +20,9 @@ class QueueBackend(Protocol):
     Every backend (memory, LMDB, Redis Streams, NATS JetStream, Kafka) keeps this contract; the conformance
     suite in `tests/queue/test_conformance.py` is its executable form.
 
-    **Topics and groups.** A topic is a work queue: each message is handed to one consumer at a time.
+    **Topics and groups.** A topic (a non-empty `str` without NUL) is a work queue: each message is
+    handed to one consumer at a time. Payloads are any objects the backend's codec can encode; the memory
+    backend hands out the published objects themselves, the others decoded copies.
     `group` names the stage consuming a topic (a Redis/Kafka consumer group, a NATS durable); all consumers
     of one topic pass the same group. Several groups on one topic are outside this contract (networked
     backends may fan out; the in-process backends raise `ValueError`).
@@ -42,10 +44,11 @@ class QueueBackend(Protocol):
     whose lease is over (acked already, or expired and handed out again) do nothing: acking twice, or
     late, never loses or double-counts a message.
 
-    **Order.** `consume` hands out the highest priority lane first (any `int`; higher first) and, within a
-    lane, messages in publish order (a batch keeps its order). A message that comes back (expired lease,
-    nack, replay) or was delayed may be handed out before or after newer messages of its lane; the
-    in-process backends put an expired or undelayed-nacked message back at its old place.
+    **Order.** `consume` hands out the highest priority lane first (any 64-bit `int`; higher first) and,
+    within a lane, messages in publish order (a batch keeps its order). A message that comes back (expired
+    lease, nack, replay) or was delayed may be handed out before or after newer messages of its lane; the
+    in-process backends put an expired or undelayed-nacked message back at its old place, and a delayed or
+    replayed one at the tail of its lane once it is due.
 
     **Partition keys.** While a delivery with key K is leased, no other message with key K is handed out,
     so messages with one key are processed by one consumer at a time and, if they were published to one
@@ -56,14 +59,16 @@ class QueueBackend(Protocol):
     **Accounting.** `pending(topic)` counts messages published and not yet acked or dead-lettered:
     ready, delayed and leased. The DLQ is not pending; `replay` makes its messages pending again.
 
-    **Time.** `delay`, `wait` and `visibility_timeout` are seconds; `Delivery.created` and
-    `DeadLetter.failed_at` are wall-clock epoch seconds.
+    **Time.** `delay`, `wait` and `visibility_timeout` are seconds; `wait` runs on the event loop's clock,
+    delays and leases on the backend's. `Delivery.created` and `DeadLetter.failed_at` are wall-clock epoch
+    seconds.
 
-    **Concurrency and cancellation.** Any number of tasks may call any method concurrently. If `consume`
-    is cancelled nothing is leased; `publish`, `ack`, `nack` and `dead_letter` either take full effect or
-    (when they raise, including on cancellation) none for in-process backends, while a networked backend
-    may have applied a prefix of a batch. After `aclose` every call raises `anyio.ClosedResourceError`,
-    and so do `consume` calls waiting at that moment. Use the backend as an async context manager.
+    **Concurrency and cancellation.** Any number of tasks of one event loop may call any method
+    concurrently (backends are not thread-safe). If `consume` is cancelled nothing is leased; `publish`,
+    `ack`, `nack` and `dead_letter` either take full effect or (when they raise, including on
+    cancellation) none for in-process backends, while a networked backend may have applied a prefix of a
+    batch. After `aclose` every call raises `anyio.ClosedResourceError`, and so do `consume` calls waiting
+    at that moment. Use the backend as an async context manager.
     """
 
     async def publish(

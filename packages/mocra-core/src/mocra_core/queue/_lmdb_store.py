@@ -47,8 +47,8 @@ Leased = tuple[int, int, int, int, "str | None", bytes]
 
 def lane_of(priority: int) -> int:
     """The lane number of a priority: higher priorities sort first."""
-    if not -_TOP - 1 <= priority <= _TOP:
-        raise ValueError(f"priority must fit in 64 bits, got {priority!r}")
+    if not isinstance(priority, int) or not -_TOP - 1 <= priority <= _TOP:
+        raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
     return _TOP - priority
 
 

@@ -83,6 +83,8 @@ class _Topic:
     def lane(self, priority: int) -> _Lane:
         lane = self.lanes.get(priority)
         if lane is None:
+            if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
+                raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
             lane = self.lanes[priority] = _Lane(priority)
             bisect.insort(self.ranked, lane, key=lambda x: -x.priority)
         return lane
@@ -162,6 +164,7 @@ class MemoryQueue:
         count = len(payloads)
         if not count:
             return
+        lane = state.lane(priority)
         if state.delayed:
             self._reclaim(state)  # what is due joins its lane before these messages
         created = self._wall_clock()
@@ -175,7 +178,7 @@ class MemoryQueue:
                 heappush(state.delayed, (due, message.order, message))
             state.waiters.nudge()
             return
-        state.lane(priority).fresh.extend(messages)
+        lane.fresh.extend(messages)
         state.waiters.notify(count)
 
     async def consume(
