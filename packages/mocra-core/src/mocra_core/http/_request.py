@@ -40,7 +40,7 @@ def check_url(url: str) -> str:
 
 
 def _add_params(url: str, params: Params) -> str:
-    """Append query parameters before any fragment, after any query already in `url`; `None` values are left out."""
+    """Append query parameters before any fragment, after any query in `url`; `None` values are left out."""
     pairs: Any = params.items() if isinstance(params, Mapping) else params
     kept = [(k, v) for k, v in pairs if v is not None]
     base, hash_mark, fragment = url.partition("#")
