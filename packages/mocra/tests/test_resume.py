@@ -52,13 +52,13 @@ def site() -> Iterator[LocalServer]:
         yield server
 
 
-def start(tmp_path: pathlib.Path, site: LocalServer) -> subprocess.Popen[bytes]:
+def start(tmp_path: pathlib.Path, site: LocalServer, *extra: str) -> subprocess.Popen[bytes]:
     spider = tmp_path / "tree.py"
     spider.write_text(SPIDER.replace("BASE", site.base_url))
     args = [
         sys.executable, "-m", "mocra", "run", str(spider), "--job-dir", str(tmp_path / "job"),
         "-o", str(tmp_path / "items.jsonl"), "-s", f"crawl.concurrency={CONCURRENCY}",
-        "-s", "crawl.obey_robots=false",
+        "-s", "crawl.obey_robots=false", *extra,
     ]  # fmt: skip
     return subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -115,3 +115,44 @@ def test_resume_after_ctrl_c_fetches_nothing_twice(tmp_path: pathlib.Path, site:
     assert second.returncode == 0, out.decode()
     assert sorted(items(tmp_path)) == list(range(PAGES))  # each item exactly once
     assert all(hits == 1 for path, hits in site.hits.items() if path.startswith("/p/"))
+
+
+def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -> None:
+    broken = {"on": True}
+
+    async def page(request: ServerRequest) -> ServerResponse:
+        if request.path == "/p/0":
+            return ServerResponse(body='<a href="/p/1">1</a><a href="/p/2">2</a>')
+        if broken["on"] and request.path == "/p/2":
+            return ServerResponse(500, "down")
+        return ServerResponse(body="<p>leaf</p>")
+
+    server = LocalServer(fallback=page)
+    with server.run_in_thread():
+        first = start(tmp_path, server, "-s", "retry.max_retries=0")
+        out, _ = first.communicate(timeout=60)
+        assert first.returncode == 0, out.decode()
+        assert b"dead letter [request]" in out and b"/p/2" in out
+        assert sorted(items(tmp_path)) == [0, 1]
+
+        listed = mocra("dlq", "list", "--job-dir", str(tmp_path / "job"))
+        assert "request" in listed and "/p/2" in listed and "HTTP 500" in listed
+        assert "1 dead letters" in listed
+
+        replayed = mocra("dlq", "replay", "--job-dir", str(tmp_path / "job"))
+        assert "1 dead letters replayed" in replayed
+        broken["on"] = False
+        second = start(tmp_path, server)
+        out, _ = second.communicate(timeout=60)
+
+    assert second.returncode == 0, out.decode()
+    assert sorted(items(tmp_path)) == [0, 1, 2]
+    assert "0 dead letters" in mocra("dlq", "list", "--job-dir", str(tmp_path / "job"))
+
+
+def mocra(*args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "mocra", *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout

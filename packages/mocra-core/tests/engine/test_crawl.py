@@ -106,6 +106,10 @@ async def test_retries_exhausted_go_to_the_dead_letter_queue(
     assert server.hits["/down.html"] == 3  # first try + 2 retries
     assert sorted(i.url.rsplit("/", 1)[1] for i in items) == ["", "fine.html"]
     assert result.dead_letters == 1
+    [failure] = result.failures
+    assert (failure.topic, failure.attempt) == ("request", 3)
+    assert failure.url.endswith("/down.html")
+    assert "HTTP 500 after 3 attempts" in failure.reason
     assert not result.ok
 
 

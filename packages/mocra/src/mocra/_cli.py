@@ -89,6 +89,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
 
 
+def _cmd_dlq(args: argparse.Namespace) -> int:
+    from ._dlq import TOPICS, list_dead_letters, replay_dead_letters
+
+    if args.action == "list":
+        list_dead_letters(args.job_dir, limit=args.limit, stream=sys.stdout)
+    else:
+        replay_dead_letters(args.job_dir, topics=args.topic or TOPICS, stream=sys.stdout)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the `mocra` command.
 
@@ -127,6 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--serve", action="store_true", help="only serve the demo site (for your own spider)")
     demo.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
     demo.set_defaults(func=_cmd_demo)
+
+    dlq = commands.add_parser("dlq", help="list or replay the dead-letter queues of a job dir")
+    dlq.add_argument("action", choices=("list", "replay"))
+    dlq.add_argument("--job-dir", required=True, help="the job dir given to `mocra run`")
+    dlq.add_argument("--limit", type=int, default=1000, help="list at most this many per queue")
+    dlq.add_argument(
+        "--topic", action="append", choices=("task", "request", "response"), help="replay only this queue"
+    )
+    dlq.set_defaults(func=_cmd_dlq)
 
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")
     version.set_defaults(func=_cmd_version)

@@ -79,6 +79,11 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | None = N
         f"  dropped {s.dropped or {}}",
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
     ]
+    for failure in result.failures[:10]:
+        reason = failure.reason.strip().splitlines()[-1] if failure.reason.strip() else "?"
+        lines.append(f"  dead letter [{failure.topic}] {failure.url}: {reason}")
+    if result.dead_letters > 10:
+        lines.append(f"  ... and {result.dead_letters - 10} more dead letters")
     if output:
         lines.append(f"  items written to {output}")
     stream.write("\n".join(lines) + "\n")

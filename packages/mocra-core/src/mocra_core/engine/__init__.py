@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from ._builder import Mocra, MocraBuilder
 from ._codec import EngineCodec
-from ._engine import CrawlResult, Engine, Progress
+from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
+from ._jobdir import JobDir
 
-__all__ = ("CrawlResult", "Engine", "EngineCodec", "Mocra", "MocraBuilder", "Progress")
+__all__ = (
+    "CrawlResult",
+    "Engine",
+    "EngineCodec",
+    "Failure",
+    "JobDir",
+    "Mocra",
+    "MocraBuilder",
+    "Progress",
+    "describe_dead_letter",
+)

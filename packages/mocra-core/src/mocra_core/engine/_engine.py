@@ -12,6 +12,7 @@ import msgspec
 
 from ..dedup import MemorySeenSet
 from ..download import DomainLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
+from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..queue import MemoryQueue
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
     from ..download import Downloader
     from ..middleware import MiddlewareChain
     from ..modules import Module
-    from ..queue import QueueBackend
+    from ..queue import DeadLetter, QueueBackend
     from ..sinks import DataSink
 
-__all__ = ("CrawlResult", "Engine", "Progress")
+__all__ = ("CrawlResult", "Engine", "Failure", "Progress", "describe_dead_letter")
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,36 @@ class Progress(msgspec.Struct, kw_only=True):
     queued: dict[str, int]
 
 
+class Failure(msgspec.Struct, kw_only=True):
+    """One entry of a dead-letter queue, described for people.
+
+    Attributes:
+        topic: The stage queue it failed in: `task`, `request` (download) or `response` (parse).
+        id: The message id (for `replay`).
+        url: The URL of the request or response, or the module/node of a task.
+        attempt: Attempts made.
+        reason: Why it gave up: status or error of the last attempt, or the parse traceback.
+    """
+
+    topic: str
+    id: str
+    url: str
+    attempt: int
+    reason: str
+
+
+def describe_dead_letter(letter: DeadLetter) -> Failure:
+    """Turn a dead letter into a `Failure`."""
+    payload = letter.payload
+    if isinstance(payload, Request | Response):
+        where = payload.url
+    elif isinstance(payload, Task):
+        where = f"task {payload.module}/{payload.node}"
+    else:
+        where = f"<undecodable {type(payload).__name__}>"
+    return Failure(topic=letter.topic, id=letter.id, url=where, attempt=letter.attempt, reason=letter.reason)
+
+
 class CrawlResult(msgspec.Struct, kw_only=True):
     """The outcome of a run.
 
@@ -56,11 +87,14 @@ class CrawlResult(msgspec.Struct, kw_only=True):
             `max_pages` (the page budget was reached).
         stats: Counters of the run (for a resumed job: of the whole job).
         dead_letters: Entries in the dead-letter queues at the end.
+        failures: The first 1,000 of those entries (with `--job-dir`, `mocra dlq list` shows them all and
+            `mocra dlq replay` sends them back).
     """
 
     reason: StopReason
     stats: StatsSnapshot
     dead_letters: int = 0
+    failures: list[Failure] = []
 
     @property
     def ok(self) -> bool:
@@ -146,14 +180,21 @@ class Engine:
             reason = await self._run_stages(
                 generate, download, parse, writers, job, handle_signals, progress, progress_interval
             )
+            failures: list[Failure] = []
             dead = 0
             for topic in TOPICS:
-                dead += len(await queue.dead_letters(topic, limit=1_000_000))
+                letters = await queue.dead_letters(topic, limit=1_000)
+                failures.extend(describe_dead_letter(d) for d in letters[: 1_000 - len(failures)])
+                dead += (
+                    len(letters)
+                    if len(letters) < 1_000
+                    else len(await queue.dead_letters(topic, limit=1 << 62))
+                )
             snapshot = self._stats.snapshot()
             if job is not None:
                 job.save_stats(snapshot)
         logger.info("run %s: %s", reason, snapshot.to_dict())
-        return CrawlResult(reason=reason, stats=snapshot, dead_letters=dead)
+        return CrawlResult(reason=reason, stats=snapshot, dead_letters=dead, failures=failures)
 
     async def _run_stages(
         self,
