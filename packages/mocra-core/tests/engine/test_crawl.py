@@ -344,3 +344,65 @@ async def test_robots_crawl_delay_spaces_requests(server: LocalServer) -> None:
 
     assert result.stats.responses == 3
     assert result.stats.elapsed >= 0.6  # three starts, at least 0.3 s apart
+
+
+class CountingDownloader:
+    """A downloader that wraps the default one and counts what it fetched."""
+
+    def __init__(self, name: str) -> None:
+        from mocra_core.download import HttpxDownloader
+
+        self.name = name
+        self.inner = HttpxDownloader(name=name)
+        self.urls: list[str] = []
+
+    async def download(self, request: Request) -> Response:
+        self.urls.append(request.url)
+        return await self.inner.download(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> CountingDownloader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def test_named_downloaders_per_spider_and_per_request(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    server.route("/", page("/a.html"))
+    server.route("/a.html", page())
+    server.route("/other.html", page())
+    special = CountingDownloader("special")
+    other = CountingDownloader("other")
+
+    class Special(LinkSpider):
+        downloader = "special"
+
+        async def start(self, seeds: Seeds) -> None:
+            await super().start(seeds)
+            seeds.add(Request(server.url("/other.html"), downloader="other"))
+
+    result = (
+        await builder.downloader(special, name="special")
+        .downloader(other, name="other")
+        .spider(Special(server.url("/")))
+        .run_async()
+    )
+
+    assert sorted(u.rsplit("/", 1)[1] for u in special.urls) == ["", "a.html"]
+    assert [u.rsplit("/", 1)[1] for u in other.urls] == ["other.html"]
+    assert result.ok
+
+
+def test_unknown_downloader_name_fails_at_build(builder: MocraBuilder) -> None:
+    from mocra_core import ConfigError
+
+    class Special(LinkSpider):
+        downloader = "nope"
+
+    with pytest.raises(ConfigError, match="no downloader named 'nope'"):
+        builder.spider(Special("http://127.0.0.1:9/")).build()

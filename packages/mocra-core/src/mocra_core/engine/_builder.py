@@ -123,6 +123,13 @@ class MocraBuilder:
 
         if not self._modules:
             raise ConfigError("spider", "add at least one spider or module before running")
+        for module, _ in self._modules:
+            wanted = getattr(module, "downloader", None)
+            if wanted is not None and wanted != "default" and wanted not in self._downloaders:
+                raise ConfigError(
+                    f"{module.name}.downloader",
+                    f"no downloader named {wanted!r}; register it with .downloader(obj, name={wanted!r})",
+                )
         return Engine(self._modules, self.build_settings(), self._chain, self._downloaders)
 
     async def run_async(

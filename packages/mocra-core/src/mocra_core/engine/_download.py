@@ -108,7 +108,14 @@ class DownloadStage:
         domain = urlsplit(request.url).hostname or ""
         if self._robots is not None and domain not in self._delays_checked:
             self._apply_crawl_delay(domain, request.url)
-        downloader = self._downloaders[request.downloader or "default"]
+        downloader = self._downloaders.get(request.downloader or "default")
+        if downloader is None:
+            self._stats.dead_lettered += 1
+            await self._queue.dead_letter(
+                delivery,
+                reason=f"no downloader named {request.downloader!r}; registered: {sorted(self._downloaders)}",
+            )
+            return
         self._stats.requests += 1
         try:
             async with self._limiter.slot(domain):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..http import Response
+    from ..http import Request, Response
     from ._context import Ctx, Seeds
     from ._spider import Spider
     from ._task import Task
@@ -75,14 +75,28 @@ class SpiderModule:
             raise KeyError(node_id)
         return self
 
+    @property
+    def downloader(self) -> str | None:
+        """The spider's downloader name, or `None` for the default."""
+        return self._spider.downloader
+
     async def generate(self, task: Task, seeds: Seeds) -> None:
         """Seed the spider (`Spider.start`)."""
         await self._spider.start(seeds)
+        self._route(seeds.requests)
 
     async def parse(self, response: Response, ctx: Ctx[Any]) -> None:
         """Call the request's callback (`parse` by default)."""
         callback = self._spider.callback(response.request.callback)
         await callback(response, ctx)
+        self._route(ctx.requests)
+
+    def _route(self, requests: list[Request]) -> None:
+        name = self._spider.downloader
+        if name is not None:
+            for request in requests:
+                if request.downloader is None:
+                    request.downloader = name
 
 
 def _base_parse() -> Any:

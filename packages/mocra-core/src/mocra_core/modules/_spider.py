@@ -25,6 +25,8 @@ class Spider(Generic[T]):
     Attributes:
         name: Unique name of the spider in a run (used in stats, logs and job state).
         start_urls: URLs seeded by the default `start`.
+        downloader: Name of the downloader (registered with `MocraBuilder.downloader`) for this spider's
+            requests; `None` uses the default one. `Request(downloader=...)` overrides it per request.
 
     Example:
         >>> from mocra_core.http import Response
@@ -39,6 +41,7 @@ class Spider(Generic[T]):
 
     name: ClassVar[str] = ""
     start_urls: ClassVar[Sequence[str]] = ()
+    downloader: ClassVar[str | None] = None
 
     async def start(self, seeds: Seeds) -> None:
         """Seed the first requests; by default one GET per URL in `start_urls`."""
