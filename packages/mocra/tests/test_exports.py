@@ -1,0 +1,42 @@
+"""The public surface is a decision: these tests pin it (as httpx and anyio do)."""
+
+from __future__ import annotations
+
+import mocra
+import mocra_core
+
+MOCRA = {
+    "CallbackSink", "ChannelSink", "ConfigError", "CrawlResult", "CsvSink", "Ctx", "DataSink", "DownloadError",
+    "InvalidURL", "JsonlSink", "MissingExtra", "Mocra", "MocraBuilder", "MocraError", "Progress", "Request",
+    "Response", "Seeds", "Settings", "Spider", "__version__", "channel", "on_item",
+}  # fmt: skip
+
+
+def test_mocra_surface_is_pinned() -> None:
+    assert set(mocra.__all__) == MOCRA
+    assert list(mocra.__all__) == sorted(mocra.__all__)
+    assert len(mocra.__all__) <= 30
+
+
+def test_mocra_names_are_mocra_core_objects() -> None:
+    for name in mocra.__all__:
+        if name != "__version__":
+            assert getattr(mocra, name) is getattr(mocra_core, name)
+
+
+def test_mocra_core_surface_is_sorted_and_importable() -> None:
+    assert list(mocra_core.__all__) == sorted(mocra_core.__all__)
+    for name in mocra_core.__all__:
+        assert hasattr(mocra_core, name), name
+    assert MOCRA <= set(mocra_core.__all__)
+
+
+def test_versions_agree() -> None:
+    from importlib import metadata
+
+    assert (
+        mocra.__version__
+        == mocra_core.__version__
+        == metadata.version("mocra")
+        == metadata.version("mocra-core")
+    )
