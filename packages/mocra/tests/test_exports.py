@@ -6,9 +6,10 @@ import mocra
 import mocra_core
 
 MOCRA = {
-    "CallbackSink", "ChannelSink", "ConfigError", "CrawlResult", "CsvSink", "Ctx", "DataSink", "DownloadError",
-    "InvalidURL", "JsonlSink", "MissingExtra", "Mocra", "MocraBuilder", "MocraError", "Progress", "Request",
-    "Response", "Seeds", "Settings", "Spider", "__version__", "channel", "on_item",
+    "CallbackSink", "ChannelSink", "ConfigError", "CrawlResult", "CsvSink", "Ctx", "DataSink",
+    "DownloadError", "InvalidURL", "JsonlSink", "MissingExtra", "Mocra", "MocraBuilder",
+    "MocraError", "Progress", "Request", "Response", "Seeds", "Settings", "Spider", "__version__",
+    "channel", "on_item",
 }  # fmt: skip
 
 
