@@ -9,8 +9,6 @@ lease stores are protocols with in-memory and LMDB implementations (`pip install
 
 from __future__ import annotations
 
-import msgspec
-
 from ._clock import Clock, ManualClock, SystemClock
 from ._errors import (
     CircuitOpen,
@@ -92,11 +90,3 @@ __all__ = (
     "UnreachableNodeError",
     "__version__",
 )
-
-# Reprs and tracebacks say `mocra_dag.Graph`, not `mocra_dag._graph.Graph`. msgspec Structs keep their
-# module: msgspec resolves their (string) annotations in it.
-for _name in __all__:
-    _obj = globals()[_name]
-    if isinstance(_obj, type) and not issubclass(_obj, msgspec.Struct):
-        _obj.__module__ = __name__
-del _name, _obj

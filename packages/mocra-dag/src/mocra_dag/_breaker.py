@@ -37,7 +37,7 @@ class Breakers:
         >>> breakers.admit("fetch", policy)
         Traceback (most recent call last):
         ...
-        mocra_dag.CircuitOpen: circuit of node 'fetch' is open until 10.000
+        mocra_dag._errors.CircuitOpen: circuit of node 'fetch' is open until 10.000
         >>> clock.advance(10)
         >>> breakers.admit("fetch", policy)  # the half-open trial
         True

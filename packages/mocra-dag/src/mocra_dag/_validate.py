@@ -53,7 +53,7 @@ def check_node_id(node: object) -> str:
         >>> check_node_id("__run__")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        mocra_dag.ReservedNodeIdError: invalid node id '__run__': ids starting with '__' are reserved ...
+        mocra_dag._errors.ReservedNodeIdError: invalid node id '__run__': ids starting with '__' ...
     """
     if not isinstance(node, str):
         raise InvalidNodeIdError(node, f"expected a string, got {type(node).__name__}")
@@ -90,7 +90,7 @@ def validate(
         >>> validate(["a", "b"], [("a", "b"), ("b", "a")])
         Traceback (most recent call last):
         ...
-        mocra_dag.CycleError: cycle: a -> b -> a
+        mocra_dag._errors.CycleError: cycle: a -> b -> a
     """
     if not ids:
         raise EmptyGraphError
