@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from typing import Any
@@ -11,9 +12,11 @@ import pytest
 
 from mocra_dag import (
     EventLog,
+    EventLogger,
     Graph,
     Inputs,
     ManualClock,
+    NodeEvent,
     NodePolicy,
     NodeStatus,
     RunFailed,
@@ -343,3 +346,46 @@ async def test_inputs_value_is_ambiguous_with_several_upstreams() -> None:
     with pytest.raises(RunFailed) as caught:
         await Scheduler().run(graph, run_id="amb")
     assert "node 'c' has 2 upstreams ['a', 'b']" in str(caught.value.errors["c"])
+
+
+async def test_run_failed_chains_the_node_error() -> None:
+    async def broken(inputs: Inputs) -> None:
+        raise KeyError("missing column")
+
+    with pytest.raises(RunFailed) as caught:
+        await Scheduler().run(Graph({"parse": broken}), run_id="r")
+    assert isinstance(caught.value.__cause__, KeyError)
+
+
+async def test_a_failing_event_sink_fails_the_run() -> None:
+    class Broken:
+        def emit(self, event: NodeEvent) -> None:
+            if event.status is S.RUNNING:
+                raise RuntimeError("sink is broken")
+
+    async def fn(inputs: Inputs) -> int:
+        return 1
+
+    with pytest.raises(RunFailed) as caught:
+        await Scheduler(events=Broken()).run(Graph.chain(("a", fn), ("b", fn)), run_id="r")
+    assert str(caught.value.errors["a"]) == "sink is broken"
+
+
+async def test_event_logger_logs_failures_and_retries(caplog: pytest.LogCaptureFixture) -> None:
+    failures = iter([ConnectionError("reset")])
+
+    async def flaky(inputs: Inputs) -> int:
+        for error in failures:
+            raise error
+        raise ValueError("bad")
+
+    caplog.set_level(logging.DEBUG, logger="mocra_dag.events")
+    scheduler = Scheduler(
+        events=EventLogger(), settings=SchedulerSettings(policy=NodePolicy(max_retries=1, backoff=0))
+    )
+    with pytest.raises(RunFailed):
+        await scheduler.run(Graph({"load": flaky}), run_id="r")
+    levels = [(record.levelname, record.getMessage()) for record in caplog.records]
+    assert ("INFO", "run r node load retrying (attempt 1): ConnectionError('reset')") in levels
+    assert ("WARNING", "run r node load failed (attempt 2): ValueError('bad')") in levels
+    assert ("DEBUG", "run r node load pending (attempt 0)") in levels

@@ -24,10 +24,12 @@ DagError
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+
+    from ._run import RunResult
 
 __all__ = (
     "CircuitOpen",
@@ -164,16 +166,20 @@ class StaleToken(DagError):
 class RunFailed(DagError):
     """A run finished with failed nodes; `errors` maps node id → error, `result` holds the rest."""
 
-    def __init__(self, run_id: str, errors: Mapping[str, BaseException], result: Any = None) -> None:
+    def __init__(
+        self, run_id: str, errors: Mapping[str, BaseException], result: RunResult | None = None
+    ) -> None:
         listed = ", ".join(f"{node!r}: {type(exc).__name__}: {exc}" for node, exc in errors.items())
         super().__init__(f"run {run_id!r} failed: {listed or 'no node failed'}")
         self.run_id, self.errors, self.result = run_id, dict(errors), result
+        if self.errors:
+            self.__cause__ = next(iter(self.errors.values()))
 
 
 class RunTimeout(RunFailed, TimeoutError):
     """A run did not finish within its `run_timeout` seconds; running nodes were cancelled."""
 
-    def __init__(self, run_id: str, timeout: float, result: Any = None) -> None:
+    def __init__(self, run_id: str, timeout: float, result: RunResult | None = None) -> None:
         DagError.__init__(self, f"run {run_id!r} timed out after {timeout:g} s")
         self.run_id, self.errors, self.result, self.timeout = run_id, {}, result, timeout
 

@@ -64,7 +64,7 @@ class EventSink(Protocol):
 
     `emit` is called synchronously in the scheduler's hot path: it must be quick and must not block
     (hand the event to a memory object stream with `send_nowait` for slow consumers). An exception
-    it raises fails the run.
+    it raises fails the node the event is about (or the whole run, for events outside a node's attempt).
     """
 
     def emit(self, event: NodeEvent) -> None:

@@ -153,7 +153,13 @@ class Run:
             raise RunFailed(self._run_id, self._errors, result)
         return result
 
-    async def _node(self, node: str) -> None:
+    async def _node(self, node: str | None) -> None:
+        # A finished node starts the successors it made ready; it continues with the first one itself,
+        # so a chain runs in one task (spawning a task costs more than the rest of a node's overhead).
+        while node is not None:
+            node = await self._run_node(node)
+
+    async def _run_node(self, node: str) -> str | None:
         step = self._steps[node]
         outputs = self._outputs
         upstream = {p: outputs[p] for p in self._graph.predecessors(node)}
@@ -161,9 +167,10 @@ class Run:
         engine = self._engine
         try:
             status, output, attempts = await self._compute(node, step, inputs)
+            # Not shielded: a store's commit is atomic, and if it is cancelled the node simply stays
+            # unfinished (a resume runs it again).
             record = NodeRecord(status="succeeded", output=output, attempts=attempts, at=engine.clock.now())
-            with anyio.CancelScope(shield=True):
-                await engine.store.commit(self._run_id, node, record, self._token)
+            await engine.store.commit(self._run_id, node, record, self._token)
         except _cancelled():
             self._set(node, NodeStatus.CANCELLED, self._attempts.get(node, 0))
             raise
@@ -171,15 +178,20 @@ class Run:
             raise  # this process lost the run: stop it, record nothing
         except Exception as exc:
             await self._failed(node, exc)
-            return
+            return None
         outputs[node] = output
         self._set(node, status, attempts)
         waiting, statuses = self._waiting, self._statuses
+        first: str | None = None
         for nxt in self._graph.successors(node):
             waiting[nxt] -= 1
             if not waiting[nxt] and statuses[nxt] is NodeStatus.PENDING:
-                assert self._tg is not None
-                self._tg.start_soon(self._node, nxt)
+                if first is None:
+                    first = nxt
+                else:
+                    assert self._tg is not None
+                    self._tg.start_soon(self._node, nxt)
+        return first
 
     async def _compute(self, node: str, step: Step, inputs: Inputs) -> tuple[NodeStatus, Any, int]:
         key = step.key(inputs) if step.key is not None else None
@@ -215,8 +227,13 @@ class Run:
             trial = engine.breakers.admit(node, policy)
             self._attempts[node] = attempt
             self._set(node, NodeStatus.RUNNING, attempt)
+            limiter = engine.limiter
             try:
-                async with engine.limiter:
+                try:
+                    limiter.acquire_nowait()  # the common case, without yielding to the event loop twice
+                except anyio.WouldBlock:
+                    await limiter.acquire()
+                try:
                     if timeout is None:
                         output = await fn(inputs)
                     else:
@@ -224,6 +241,8 @@ class Run:
                             output = await fn(inputs)
                         if scope.cancelled_caught:
                             raise NodeTimeout(node, timeout, attempt)
+                finally:
+                    limiter.release()
             except _cancelled():
                 if trial:
                     engine.breakers.abandoned(node)
