@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ._graph import Graph
     from ._run import RunResult
     from ._state import RunStateStore
-    from ._step import NodeFn, Step
 
 __all__ = ("Scheduler",)
 
@@ -100,13 +99,12 @@ class Scheduler:
         """Whether calls of node id `node` currently fail fast with `CircuitOpen`."""
         return self._engine.breakers.is_open(node)
 
-    async def run(
-        self, graph: Graph[NodeFn | Step], *, run_id: str | None = None, input: Any = None
-    ) -> RunResult:
+    async def run(self, graph: Graph[Any], *, run_id: str | None = None, input: Any = None) -> RunResult:
         """Run `graph` once for `run_id` (resuming it if it ran before) and return its outputs.
 
         Args:
-            graph: Nodes carrying async functions `async def fn(inputs: Inputs) -> output` or `Step`s.
+            graph: Nodes carrying async functions `async def fn(inputs: Inputs) -> output` or `Step`s
+                (checked when the run starts, so graphs mixing both need no annotation).
             run_id: Identifies the run for guarding and resuming; a fresh id when None (then the run's
                 records are deleted after it succeeds, since nobody could resume it).
             input: Passed to every node as `inputs.input` (not stored: pass the same one to resume).
