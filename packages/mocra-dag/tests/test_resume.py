@@ -11,6 +11,7 @@ from mocra_dag import (
     EventLog,
     Graph,
     Inputs,
+    MemoryRunStateStore,
     NodeStatus,
     OutputNotSerialisable,
     RunFailed,
@@ -109,16 +110,28 @@ async def test_resume_after_a_cancelled_run(stores: Stores) -> None:
     assert calls["orders"] == 2 and calls["join"] == 1 and calls["load"] == 1
 
 
-async def test_outputs_that_a_durable_store_cannot_encode_fail_the_node(stores: Stores) -> None:
+async def test_outputs_that_the_store_cannot_encode_fail_the_node(stores: Stores) -> None:
     async def opaque(inputs: Inputs) -> object:
         return object()
 
     scheduler = Scheduler(store=stores.state())
-    if not stores.durable:
-        assert (await scheduler.run(Graph({"x": opaque}), run_id="r")).outputs["x"] is not None
-        return
     with pytest.raises(RunFailed) as caught:
         await scheduler.run(Graph({"x": opaque}), run_id="r")
     error = caught.value.errors["x"]
     assert isinstance(error, OutputNotSerialisable)
     assert "node 'x' of run 'r'" in str(error)
+
+
+async def test_unserialised_memory_state_passes_any_object() -> None:
+    thing = object()
+
+    async def opaque(inputs: Inputs) -> object:
+        return thing
+
+    async def same(inputs: Inputs) -> bool:
+        return inputs.value is thing
+
+    scheduler = Scheduler(store=MemoryRunStateStore(serialise=False))
+    graph = Graph.chain(("opaque", opaque), ("same", same))
+    assert (await scheduler.run(graph, run_id="r")).outputs == {"opaque": thing, "same": True}
+    assert (await scheduler.run(graph, run_id="r")).outputs["opaque"] is thing  # restored as is

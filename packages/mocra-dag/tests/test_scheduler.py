@@ -238,7 +238,8 @@ async def test_run_timeout_cancels_running_nodes() -> None:
         with pytest.raises(RunTimeout) as caught:
             await scheduler.run(graph, run_id="late")
     assert isinstance(caught.value, TimeoutError) and isinstance(caught.value, RunFailed)
-    assert caught.value.timeout == 0.05
+    assert caught.value.timeout == 0.05 and caught.value.errors == {}
+    assert str(caught.value) == "run 'late' timed out after 0.05 s"
     assert caught.value.result.statuses == {"quick": S.SUCCEEDED, "sleepy": S.CANCELLED, "after": S.CANCELLED}
 
 

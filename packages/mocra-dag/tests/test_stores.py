@@ -11,6 +11,7 @@ import pytest
 from mocra_dag import (
     LmdbLeaseStore,
     LmdbRunStateStore,
+    MemoryRunStateStore,
     MissingExtra,
     NodeRecord,
     OutputNotSerialisable,
@@ -94,15 +95,31 @@ async def test_output_cache(stores: Stores) -> None:
     assert await stores.state().load_cached("k") == OK
 
 
-async def test_structs_come_back_as_msgpack_types_from_durable_stores(stores: Stores) -> None:
+async def test_outputs_come_back_as_msgpack_types(stores: Stores) -> None:
     state = stores.state()
     await state.commit("run", "a", NodeRecord(status="succeeded", output=[Row(1), Row(2)]), None)
     output = (await state.load("run"))["a"].output
-    if stores.durable:
-        assert output == [{"id": 1}, {"id": 2}]
-        assert msgspec.convert(output, list[Row]) == [Row(1), Row(2)]
-    else:
-        assert output == [Row(1), Row(2)]
+    assert output == [{"id": 1}, {"id": 2}]
+    assert msgspec.convert(output, list[Row]) == [Row(1), Row(2)]
+
+
+async def test_unencodable_outputs_are_refused(stores: Stores) -> None:
+    state = stores.state()
+    with pytest.raises(OutputNotSerialisable, match="node 'a' of run 'r'"):
+        await state.commit("r", "a", NodeRecord(status="succeeded", output=object()), None)
+    with pytest.raises(OutputNotSerialisable, match="cache key 'k'"):
+        await state.store_cached("k", NodeRecord(status="succeeded", output=iter([1, 2])))
+    assert await state.load("r") == {} and await state.load_cached("k") is None
+
+
+async def test_a_memory_store_may_keep_objects_as_they_are() -> None:
+    state = MemoryRunStateStore(serialise=False)
+    thing = object()
+    await state.commit("r", "a", NodeRecord(status="succeeded", output=thing), 1)
+    await state.store_cached("k", NodeRecord(status="succeeded", output=thing))
+    assert (await state.load("r"))["a"].output is thing
+    cached = await state.load_cached("k")
+    assert cached is not None and cached.output is thing
 
 
 async def test_leases_exclude_expire_renew_and_release(stores: Stores) -> None:
@@ -174,12 +191,8 @@ async def test_lmdb_state_and_leases_may_share_a_directory(tmp_path: pathlib.Pat
         await state.load("run")
 
 
-async def test_lmdb_store_refuses_unencodable_outputs(tmp_path: pathlib.Path) -> None:
+async def test_lmdb_store_refuses_nul_in_run_ids(tmp_path: pathlib.Path) -> None:
     async with LmdbRunStateStore(tmp_path) as state:
-        with pytest.raises(OutputNotSerialisable, match="node 'a' of run 'r'"):
-            await state.commit("r", "a", NodeRecord(status="succeeded", output=object()), None)
-        with pytest.raises(OutputNotSerialisable, match="cache key 'k'"):
-            await state.store_cached("k", NodeRecord(status="succeeded", output={1, 2}.__iter__()))
         with pytest.raises(ValueError, match="NUL"):
             await state.load("a\x00b")
 

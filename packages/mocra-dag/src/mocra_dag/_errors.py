@@ -140,7 +140,7 @@ class CircuitOpen(DagError):
 
 
 class OutputNotSerialisable(DagError):
-    """A durable store could not encode an output as msgpack; `subject` says whose (node or cache key)."""
+    """A store could not encode an output as msgpack; `subject` says whose (node or cache key)."""
 
     def __init__(self, subject: str, problem: str) -> None:
         super().__init__(f"{subject}: output cannot be stored as msgpack: {problem}")
@@ -177,11 +177,21 @@ class RunFailed(DagError):
 
 
 class RunTimeout(RunFailed, TimeoutError):
-    """A run did not finish within its `run_timeout` seconds; running nodes were cancelled."""
+    """A run did not finish within its `run_timeout` seconds; running nodes were cancelled.
 
-    def __init__(self, run_id: str, timeout: float, result: RunResult | None = None) -> None:
-        DagError.__init__(self, f"run {run_id!r} timed out after {timeout:g} s")
-        self.run_id, self.errors, self.result, self.timeout = run_id, {}, result, timeout
+    `errors` holds the nodes that had failed before the timeout, if any.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        timeout: float,
+        result: RunResult | None = None,
+        errors: Mapping[str, BaseException] | None = None,
+    ) -> None:
+        super().__init__(run_id, errors or {}, result)
+        self.args = (f"run {run_id!r} timed out after {timeout:g} s",)
+        self.timeout = timeout
 
 
 class MissingExtra(DagError, ImportError):

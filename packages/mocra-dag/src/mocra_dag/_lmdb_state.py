@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import anyio
-import msgspec
 
-from ._errors import OutputNotSerialisable, StaleToken
+from ._errors import StaleToken
 from ._lmdb import LmdbEnv, run_in_thread
-from ._state import NodeRecord
+from ._state import NodeRecord, RecordCodec
 
 if TYPE_CHECKING:
     import os
@@ -68,8 +67,8 @@ class LmdbRunStateStore:
         self._fences = self._env.db(b"dag-fences")
         self._cache = self._env.db(b"dag-cache")
         self._limiter = anyio.CapacityLimiter(1)
-        self._encode = msgspec.msgpack.Encoder().encode
-        self._decode = msgspec.msgpack.Decoder(NodeRecord).decode
+        codec = RecordCodec()
+        self._encoded, self._decode = codec.encode, codec.decode
 
     @property
     def path(self) -> str:
@@ -80,12 +79,6 @@ class LmdbRunStateStore:
         if self._env is None:
             raise RuntimeError("the store is closed")
         return self._env
-
-    def _encoded(self, subject: str, record: NodeRecord) -> bytes:
-        try:
-            return self._encode(record)
-        except (TypeError, ValueError, msgspec.EncodeError) as exc:
-            raise OutputNotSerialisable(subject, str(exc)) from exc
 
     def _fence_in(self, txn: lmdb.Transaction[bytes], run_id: str, token: int | None) -> None:
         if token is None:

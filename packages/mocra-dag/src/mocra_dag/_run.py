@@ -148,7 +148,7 @@ class Run:
                     self._set(node, NodeStatus.CANCELLED, 0)
         result = RunResult(self._run_id, self._outputs, self._statuses)
         if scope.cancelled_caught:
-            raise RunTimeout(self._run_id, timeout or 0.0, result)
+            raise RunTimeout(self._run_id, timeout or 0.0, result, self._errors)
         if self._errors:
             raise RunFailed(self._run_id, self._errors, result)
         return result

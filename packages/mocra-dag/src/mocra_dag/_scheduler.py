@@ -42,9 +42,10 @@ class Scheduler:
     4. commits each node's record as it finishes, and reports every state change to the event sink;
     5. returns a `RunResult`, or raises `RunFailed` (carrying the partial result) or `RunTimeout`.
 
-    Outputs are passed to successors as the objects the nodes returned; they must be msgpack-serialisable
-    when the store is durable (see `RunStateStore`). The in-memory defaults keep state for the lifetime
-    of the scheduler; pass shared or durable stores to guard and resume runs across schedulers/processes.
+    Outputs are passed to successors as the objects the nodes returned; the store keeps them as msgpack,
+    so they must be msgpack-serialisable (see `RunStateStore`; `MemoryRunStateStore(serialise=False)`
+    lifts that). The in-memory defaults keep state for the lifetime of the scheduler; pass shared or
+    durable stores to guard and resume runs across schedulers and processes.
 
     Args:
         store: Node records and the output cache; defaults to a new `MemoryRunStateStore`.

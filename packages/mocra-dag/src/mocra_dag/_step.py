@@ -65,8 +65,8 @@ class Step(msgspec.Struct, frozen=True):
             scheduler) with the same key share one output. A key found in the store's output cache is
             reused without running; concurrent calls with one key run once (single-flight). Keys are
             global: include whatever identifies the computation. None (or a key of None): always run.
-        output_type: The type stored outputs are converted to when reused from a durable store
-            (`msgspec.convert`), e.g. a Struct; None leaves them as decoded msgpack (dict, list, ...).
+        output_type: The type stored outputs are converted to when they are restored or reused from the
+            cache (`msgspec.convert`), e.g. a Struct; None leaves them as decoded msgpack (dict, list, ...).
 
     Example:
         >>> async def transform(inputs: Inputs) -> list[int]:
