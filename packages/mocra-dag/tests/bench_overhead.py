@@ -12,7 +12,15 @@ from typing import Any
 
 import anyio
 
-from mocra_dag import EventLog, Graph, Inputs, LmdbRunStateStore, Scheduler, SchedulerSettings
+from mocra_dag import (
+    EventLog,
+    Graph,
+    Inputs,
+    LmdbRunStateStore,
+    MemoryRunStateStore,
+    Scheduler,
+    SchedulerSettings,
+)
 
 
 async def noop(inputs: Inputs) -> int:
@@ -37,12 +45,27 @@ async def per_node(make: Any, graph: Graph[Any], repeats: int) -> float:
     return best / len(graph) * 1e6
 
 
+async def spawn_baseline(n: int) -> float:
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(noop, None)
+        best = min(best, time.perf_counter() - start)
+    return best / n * 1e6
+
+
 async def main() -> None:
     n = 2000
+    print(f"{'baseline: anyio start_soon':<28} {await spawn_baseline(n):6.1f} µs/task")
     settings = SchedulerSettings(max_in_flight=10_000)
     cases = {
         "memory, no events": lambda: Scheduler(settings=settings),
         "memory, EventLog": lambda: Scheduler(settings=settings, events=EventLog()),
+        "memory serialise=False": lambda: Scheduler(
+            settings=settings, store=MemoryRunStateStore(serialise=False)
+        ),
     }
     for name, make in cases.items():
         print(
