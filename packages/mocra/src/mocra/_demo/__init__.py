@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._api import ApiBook, ApiSummary
 from ._site import DemoItem, DemoSite, DemoTraps
 
-__all__ = ("DemoItem", "DemoSite", "DemoTraps")
+__all__ = ("ApiBook", "ApiSummary", "DemoItem", "DemoSite", "DemoTraps")

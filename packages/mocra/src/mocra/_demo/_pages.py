@@ -14,8 +14,12 @@ __all__ = (
     "MISSING_DIRNAME",
     "ROBOTS_TXT",
     "missing_pod",
+    "render_account",
     "render_catalogue",
     "render_detail",
+    "render_login_error",
+    "render_login_form",
+    "render_login_required",
     "render_not_found",
     "render_secret",
 )
@@ -134,3 +138,41 @@ def render_not_found() -> str:
 def render_secret() -> str:
     """The page robots.txt forbids; a polite crawler never sees it."""
     return _page("Admin", "<h1>Staff only</h1>\n<p>robots.txt disallows this page.</p>\n")
+
+
+def render_login_form(csrf_token: str) -> str:
+    """The member login form: ``username``, ``password`` and a hidden ``csrf_token`` to echo back."""
+    body = (
+        "<h1>Member login</h1>\n"
+        '<form action="/login" method="post">\n'
+        f'<input type="hidden" name="csrf_token" value="{escape(csrf_token)}">\n'
+        '<label>Username <input type="text" name="username"></label>\n'
+        '<label>Password <input type="password" name="password"></label>\n'
+        '<button type="submit">Log in</button>\n'
+        "</form>\n"
+    )
+    return _page("Member login", body)
+
+
+def render_login_error(message: str) -> str:
+    """The page a rejected login gets (with a ``401``)."""
+    body = (
+        "<h1>Login failed</h1>\n"
+        f'<p class="error">{escape(message)}</p>\n'
+        '<p><a href="/login">Try again</a></p>\n'
+    )
+    return _page("Login failed", body)
+
+
+def render_login_required() -> str:
+    """The page ``/account`` answers without a valid session cookie (with a ``401``)."""
+    return _page("Login required", '<h1>Login required</h1>\n<p><a href="/login">Log in</a></p>\n')
+
+
+def render_account(username: str) -> str:
+    """The member's account page, greeting `username` and pointing at the JSON API."""
+    body = (
+        f'<h1>Welcome back, <span class="username">{escape(username)}</span></h1>\n'
+        '<p>Your catalogue API: <a href="/api/books">/api/books</a></p>\n'
+    )
+    return _page("Your account", body)

@@ -38,6 +38,13 @@ Traps, each named by `DemoSite.traps` (a `DemoTraps`):
 `DemoSite.expected_items` is the ground truth a correct spider emits: one item per book, in catalogue
 order, with the fields ``title`` (full title), ``price`` (as shown, e.g. ``"£51.77"``), ``upc``,
 ``in_stock`` (int) and ``url`` (the detail page's path, ``/catalogue/<slug>_<id>/index.html``).
+
+Member area: the same site also serves a login form (``/login``, with a CSRF token), a session cookie,
+an account page (``/account``) and a JSON API over the same books (``/api/books`` with cursor pagination,
+``/api/books/<id>`` details), for the multi-node crawl example (log in → list → detail fan-out → merge).
+No HTML page links to it, so the crawl above never sees it. Its routes, accounts (`DemoSite.accounts`),
+login counts (`DemoSite.logins`) and ground truth (`DemoSite.expected_api_items`,
+`DemoSite.expected_summary`) are described in `mocra._demo._api`.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from mocra_core.testing import LocalServer, ServerResponse
 
+from ._api import MemberArea
 from ._books import Book, make_books
 from ._pages import (
     MISSING_DIRNAME,
@@ -62,9 +70,12 @@ from ._pages import (
 )
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import AsyncIterator, Iterator
 
     from mocra_core.testing import Handler, ServerRequest
+
+    from ._api import ApiBook, ApiSummary
 
 __all__ = ("DemoItem", "DemoSite", "DemoTraps")
 
@@ -154,7 +165,12 @@ class DemoSite:
         self._not_found = _raw(404, render_not_found())
         responses = self._build_pages(cafe)
         self._flaky_ok = responses[self.traps.flaky]
-        routes: dict[str, ServerResponse | Handler] = {**responses, self.traps.flaky: self._serve_flaky}
+        self._members = MemberArea(seed, self._books)
+        routes: dict[str, ServerResponse | Handler] = {
+            **responses,
+            self.traps.flaky: self._serve_flaky,
+            **self._members.routes(),
+        }
         self.server = LocalServer(routes, fallback=self._serve_not_found)
         self.server.port = port
 
@@ -163,6 +179,32 @@ class DemoSite:
         """Every path a correct crawl fetches with a ``200``: catalogue pages, then detail pages."""
         catalogue = tuple(f"/catalogue/page-{n}.html" for n in range(1, self.pages + 1))
         return catalogue + tuple(book.path for book in self._books)
+
+    @property
+    def accounts(self) -> dict[str, str]:
+        """Username → password of the member area's accounts (a fresh copy)."""
+        return self._members.accounts
+
+    @property
+    def logins(self) -> Counter[str]:
+        """Successful logins per username since the site was built (live; rejected attempts not counted)."""
+        return self._members.logins
+
+    def expected_api_items(self) -> list[ApiBook]:
+        """Every book as ``/api/books/<id>`` returns it, in catalogue order (see `mocra._demo._api`).
+
+        Returns:
+            Dicts with ``id``, ``title``, ``price`` (pounds, a number), ``upc``, ``in_stock`` and
+            ``rating`` (1–5), the same books as `expected_items`.
+        """
+        return self._members.expected_items()
+
+    def expected_summary(self) -> ApiSummary:
+        """The merge of `expected_api_items`: ``books``, ``in_stock_total`` and ``mean_price``.
+
+        ``mean_price`` is ``round(math.fsum(prices) / books, 2)``, independent of the order items arrive in.
+        """
+        return self._members.expected_summary()
 
     def expected_items(self) -> list[DemoItem]:
         """The items a correct spider emits, one per book in catalogue order.
@@ -231,4 +273,6 @@ class DemoSite:
         return _raw(503, "<h1>Service Unavailable</h1>", {"Retry-After": str(self._retry_after)})
 
     async def _serve_not_found(self, request: ServerRequest) -> ServerResponse:
+        if request.path.startswith("/api/"):
+            return await self._members.serve_unknown(request)  # JSON, and 401 before 404
         return self._not_found
