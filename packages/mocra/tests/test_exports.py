@@ -8,7 +8,7 @@ import mocra_core
 MOCRA = {
     "CallbackSink", "ChannelSink", "ConfigError", "CrawlResult", "CsvSink", "Ctx", "DataSink",
     "DownloadError", "InvalidURL", "JsonlSink", "MissingExtra", "Mocra", "MocraBuilder",
-    "MocraError", "Progress", "Request", "Response", "Seeds", "Settings", "Spider", "__version__",
+    "MocraError", "Progress", "Account", "Login", "LoginSession", "Module", "Node", "TaskCtx", "Request", "Response", "Seeds", "Settings", "Spider", "__version__",
     "channel", "on_item",
 }  # fmt: skip
 

@@ -19,12 +19,13 @@ from ._errors import (
 from .config import Settings
 from .engine import CrawlResult, Mocra, MocraBuilder, Progress
 from .http import Request, Response
-from .modules import Ctx, Seeds, Spider
+from .modules import Account, Ctx, Login, LoginFailed, LoginSession, Module, Node, Seeds, Spider, TaskCtx
 from .sinks import CallbackSink, ChannelSink, CsvSink, DataSink, JsonlSink, channel, on_item
 
 __version__ = "0.1.0"
 
 __all__ = (
+    "Account",
     "BodyTooLarge",
     "CallbackSink",
     "ChannelSink",
@@ -37,16 +38,22 @@ __all__ = (
     "DownloadTimeout",
     "InvalidURL",
     "JsonlSink",
+    "Login",
+    "LoginFailed",
+    "LoginSession",
     "MissingExtra",
     "Mocra",
     "MocraBuilder",
     "MocraError",
+    "Module",
+    "Node",
     "Progress",
     "Request",
     "Response",
     "Seeds",
     "Settings",
     "Spider",
+    "TaskCtx",
     "TooManyRedirects",
     "__version__",
     "channel",

@@ -65,7 +65,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     resumed = bool(args.job_dir) and _job_exists(args.job_dir)
     sink = make_sink(args.output, append=resumed) if args.output else None
     for spider in spiders:
-        builder.spider(spider, sink)
+        builder.module(spider, sink)
     progress = ProgressLine(sys.stderr)
     result = builder.run(progress=progress.update)
     progress.finish()

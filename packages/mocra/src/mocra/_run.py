@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mocra_core import ConfigError, CsvSink, JsonlSink, Spider
+from mocra_core.modules import Module
 
 if TYPE_CHECKING:
     from mocra_core import CrawlResult, DataSink
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
 __all__ = ("load_spiders", "make_sink", "print_summary")
 
 
-def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[Any]]:
-    """Import `path` and instantiate the `Spider` subclasses it defines (those named in `names`, if given).
+def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[Any] | Module[Any]]:
+    """Import `path` and instantiate the `Spider` and `Module` subclasses it defines (or those in `names`).
 
     Raises:
         ConfigError: the file is missing, fails to import, defines no spider, or a name is unknown.
@@ -38,10 +39,13 @@ def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[An
     found = [
         obj
         for obj in vars(module).values()
-        if inspect.isclass(obj) and issubclass(obj, Spider) and obj.__module__ == module_name and obj.name
+        if inspect.isclass(obj)
+        and issubclass(obj, Spider | Module)
+        and obj.__module__ == module_name
+        and obj.name
     ]
     if not found:
-        raise ConfigError("path", "defines no Spider subclass with a name", source=path)
+        raise ConfigError("path", "defines no Spider or Module subclass with a name", source=path)
     if names:
         by_name = {cls.name: cls for cls in found}
         unknown = [n for n in names if n not in by_name]

@@ -23,6 +23,8 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         dedup: Drop requests whose fingerprint was already seen in this job (`dont_filter` skips the check).
         max_depth: Follow links at most this many hops from a seed (`None` = unlimited).
         max_pages: Stop taking new requests after this many responses (`None` = unlimited).
+        cron_max_fires: Stop after this many cron firings of each cron module, once their work is done
+            (`None` = keep firing until interrupted).
         job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
     """
 
@@ -34,6 +36,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     dedup: bool = True
     max_depth: int | None = None
     max_pages: int | None = None
+    cron_max_fires: int | None = None
     job_dir: str | None = None
 
     def __post_init__(self) -> None:

@@ -10,14 +10,14 @@ import anyio
 from ..config import Settings
 from ..config._load import convert, parse_override
 from ..middleware import MiddlewareChain
-from ..modules import SpiderModule
+from ..modules import compile_module
 from ._engine import CrawlResult, Engine, Progress
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..download import Downloader
-    from ..modules import Module, Spider
+    from ..modules import CompiledModule, Module, Spider
     from ..sinks import DataSink
 
 __all__ = ("Mocra", "MocraBuilder")
@@ -44,7 +44,7 @@ class MocraBuilder:
     """
 
     def __init__(self) -> None:
-        self._modules: list[tuple[Module, DataSink | None]] = []
+        self._modules: list[tuple[CompiledModule, DataSink | None]] = []
         self._settings = Settings()
         self._overrides: list[str] = []
         self._chain = MiddlewareChain()
@@ -56,15 +56,21 @@ class MocraBuilder:
         Raises:
             ConfigError: the spider has no name, its name is taken, or it does not override `parse`.
         """
-        return self.module(SpiderModule(spider), sink)
+        return self.module(spider, sink)
 
-    def module(self, module: Module, sink: DataSink | None = None) -> MocraBuilder:
-        """Add a module (a graph of nodes); `spider` is the one-node case."""
+    def module(self, module: Module[Any] | Spider[Any], sink: DataSink | None = None) -> MocraBuilder:
+        """Add a module (a chain or DAG of nodes, with login and cron); a spider is the one-node case.
+
+        Raises:
+            ConfigError: no name, a name already taken, or an invalid graph (the message names the node).
+        """
         from .._errors import ConfigError
 
-        if any(existing.name == module.name for existing, _ in self._modules):
-            raise ConfigError(f"{module.name}", "two spiders or modules share this name")
-        self._modules.append((module, sink))
+        compiled = compile_module(module)
+        module_name = compiled.name
+        if any(existing.name == module_name for existing, _ in self._modules):
+            raise ConfigError(f"{module_name}", "two spiders or modules share this name")
+        self._modules.append((compiled, sink))
         return self
 
     def settings(self, settings: Settings) -> MocraBuilder:

@@ -1,31 +1,43 @@
-"""`DownloadStage`: request queue → politeness gate → downloader → response queue."""
+"""`DownloadStage`: request queue → politeness gate → (login) → downloader → response queue."""
 
 from __future__ import annotations
 
 import logging
 import traceback
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
 
 from .._errors import DownloadError
+from ..modules import LoginFailed
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from ..download import DomainLimiter, Downloader, RetryPolicy, RobotsPolicy
+    from ..download import DomainLimiter, RetryPolicy, RobotsPolicy
     from ..http import Request, Response
     from ..middleware import MiddlewareChain
+    from ..modules import CompiledModule
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
+    from ._login import LoginManager
+    from ._router import Router
 
-__all__ = ("RESPONSES", "DownloadStage")
+__all__ = ("RESPONSES", "DownloadStage", "Politeness")
 
 logger = logging.getLogger(__name__)
 
 RESPONSES = "response"
 _REQUESTS = "request"
+
+
+@dataclass(frozen=True)
+class Politeness:
+    """How the download stage treats servers: per-domain limits, robots.txt and retries."""
+
+    limiter: DomainLimiter
+    retry: RetryPolicy
+    robots: RobotsPolicy | None = None
 
 
 class DownloadStage:
@@ -39,20 +51,20 @@ class DownloadStage:
     def __init__(
         self,
         queue: QueueBackend,
-        downloaders: Mapping[str, Downloader],
-        limiter: DomainLimiter,
-        retry: RetryPolicy,
-        robots: RobotsPolicy | None,
+        router: Router,
+        logins: LoginManager,
+        politeness: Politeness,
         chain: MiddlewareChain,
         stats: Stats,
         *,
         max_requests: int | None = None,
     ) -> None:
         self._queue = queue
-        self._downloaders = downloaders
-        self._limiter = limiter
-        self._retry = retry
-        self._robots = robots
+        self._router = router
+        self._logins = logins
+        self._limiter = politeness.limiter
+        self._retry = politeness.retry
+        self._robots = politeness.robots
         self._chain = chain
         self._stats = stats
         self._max_requests = max_requests
@@ -80,8 +92,9 @@ class DownloadStage:
             self._stopping = True  # the page budget is spent: leave the request queued (kept in a job dir)
             await self._queue.nack(delivery, delay=0, reason="page budget reached")
             return
+        module = self._router.module_of(request.node)
         try:
-            await self._download(delivery, request)
+            await self._download(delivery, request, module)
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
@@ -89,55 +102,57 @@ class DownloadStage:
         except Exception as exc:  # a bug in a middleware or a downloader: keep the request, keep crawling
             self._stats.errors += 1
             logger.exception("download of %s failed unexpectedly", request.url)
-            await self._queue.dead_letter(delivery, reason=_describe(exc))
-            self._stats.dead_lettered += 1
+            await self._dead_letter(delivery, module, request, _describe(exc))
 
-    async def _download(self, delivery: Delivery, request: Request) -> None:
+    async def _download(self, delivery: Delivery, request: Request, module: CompiledModule) -> None:
+        if await self._router.runbook.is_stopped(request.run):
+            return await self._drop(delivery, module, request, "stopped")
         if self._chain.has_download:
             changed = await self._chain.before_request(request)
             if changed is None:
-                self._stats.drop("middleware")
-                await self._queue.ack([delivery])
-                return
+                return await self._drop(delivery, module, request, "middleware")
             request = changed
         if self._robots is not None and not await self._robots.allowed(request):
-            self._stats.drop("robots")
             logger.debug("robots.txt forbids %s", request.url)
-            await self._queue.ack([delivery])
-            return
+            return await self._drop(delivery, module, request, "robots")
+        downloader = self._logins.downloader_for(module, request)
+        if downloader is None:
+            reason = f"no downloader named {request.downloader!r}"
+            return await self._dead_letter(delivery, module, request, reason)
+        try:
+            generation = await self._logins.prepare(module, request, downloader)
+        except LoginFailed as exc:
+            return await self._dead_letter(delivery, module, request, str(exc))
         domain = urlsplit(request.url).hostname or ""
         if self._robots is not None and domain not in self._delays_checked:
             self._apply_crawl_delay(domain, request.url)
-        downloader = self._downloaders.get(request.downloader or "default")
-        if downloader is None:
-            self._stats.dead_lettered += 1
-            await self._queue.dead_letter(
-                delivery,
-                reason=f"no downloader named {request.downloader!r}; registered: {sorted(self._downloaders)}",
-            )
-            return
         self._stats.requests += 1
         try:
             async with self._limiter.slot(domain):
                 response = await downloader.download(request)
         except DownloadError as exc:
-            await self._retry_or_dead_letter(delivery, request, error=exc)
-            return
+            return await self._retry_or_dead_letter(delivery, module, request, error=exc)
         retry_after = response.headers.get("retry-after")
         self._limiter.feedback(domain, response.status, retry_after)
         self._stats.response(domain, response.status, len(response.body), response.elapsed)
+        if response.status in module.relogin_on and self._logins.invalidate(
+            module, request.account, generation
+        ):
+            self._stats.retries += 1
+            await self._queue.nack(delivery, delay=0, reason=f"HTTP {response.status}: logging in again")
+            return None
         if response.status in self._retry.statuses:
-            await self._retry_or_dead_letter(delivery, request, response=response, retry_after=retry_after)
-            return
+            return await self._retry_or_dead_letter(
+                delivery, module, request, response=response, retry_after=retry_after
+            )
         if self._chain.has_download:
             changed_response = await self._chain.after_response(response)
             if changed_response is None:
-                self._stats.drop("middleware")
-                await self._queue.ack([delivery])
-                return
+                return await self._drop(delivery, module, request, "middleware")
             response = changed_response
         await self._queue.publish(RESPONSES, [response], priority=request.priority)
         await self._queue.ack([delivery])
+        return None
 
     def _apply_crawl_delay(self, domain: str, url: str) -> None:
         assert self._robots is not None
@@ -147,9 +162,22 @@ class DownloadStage:
             logger.info("robots.txt of %s asks for a crawl delay of %.2fs", domain, delay)
             self._limiter.configure(domain, delay=max(delay, self._limiter.state(domain).delay))
 
+    async def _drop(self, delivery: Delivery, module: CompiledModule, request: Request, why: str) -> None:
+        self._stats.drop(why)
+        await self._router.unit_done(module, request.run, request.account, _node(request))
+        await self._queue.ack([delivery])
+
+    async def _dead_letter(
+        self, delivery: Delivery, module: CompiledModule, request: Request, why: str
+    ) -> None:
+        self._stats.dead_lettered += 1
+        await self._router.unit_done(module, request.run, request.account, _node(request))
+        await self._queue.dead_letter(delivery, reason=why)
+
     async def _retry_or_dead_letter(
         self,
         delivery: Delivery,
+        module: CompiledModule,
         request: Request,
         *,
         error: BaseException | None = None,
@@ -166,9 +194,12 @@ class DownloadStage:
             logger.debug("retrying %s in %.2fs (attempt %d): %s", request.url, delay, delivery.attempt, what)
             await self._queue.nack(delivery, delay=delay, reason=what)
             return
-        self._stats.dead_lettered += 1
         logger.warning("giving up on %s after %d attempts: %s", request.url, delivery.attempt, what)
-        await self._queue.dead_letter(delivery, reason=f"{what} after {delivery.attempt} attempts")
+        await self._dead_letter(delivery, module, request, f"{what} after {delivery.attempt} attempts")
+
+
+def _node(request: Request) -> str:
+    return (request.node or "").rpartition("/")[2]
 
 
 def _describe(exc: BaseException | None) -> str:

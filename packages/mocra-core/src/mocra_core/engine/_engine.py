@@ -10,27 +10,33 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import msgspec
 
+from ..coordination import LocalCoordination
 from ..dedup import MemorySeenSet
 from ..download import DomainLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
 from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..queue import MemoryQueue
-from ._download import RESPONSES, DownloadStage
+from ..schedule import CronRunner, CronSchedule
+from ._download import RESPONSES, DownloadStage, Politeness
 from ._frontier import REQUESTS, Frontier
 from ._generate import TASKS, GenerateStage
 from ._items import ItemWriter
 from ._jobdir import JobDir
+from ._login import LoginManager
 from ._parse import ParseStage
+from ._router import Router
+from ._runbook import RunBook
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from ..config import Settings
+    from ..coordination import Coordination
     from ..dedup import SeenSet
     from ..download import Downloader
     from ..middleware import MiddlewareChain
-    from ..modules import Module
+    from ..modules import CompiledModule
     from ..queue import DeadLetter, QueueBackend
     from ..sinks import DataSink
 
@@ -110,7 +116,7 @@ class Engine:
 
     def __init__(
         self,
-        modules: Sequence[tuple[Module, DataSink | None]],
+        modules: Sequence[tuple[CompiledModule, DataSink | None]],
         settings: Settings,
         chain: MiddlewareChain,
         downloaders: Mapping[str, Downloader],
@@ -123,6 +129,7 @@ class Engine:
         self._stats = Stats()
         self._interrupted = anyio.Event()
         self._queue: QueueBackend | None = None
+        self._crons_running = 0
 
     @property
     def stats(self) -> Stats:
@@ -152,10 +159,12 @@ class Engine:
                     logger.info("resuming job in %s", job.path)
             queue = await stack.enter_async_context(self._open_queue(job))
             self._queue = queue
+            coordination = await stack.enter_async_context(self._open_coordination(job))
             seen = await stack.enter_async_context(self._open_seen(job)) if settings.crawl.dedup else None
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
             frontier = Frontier(queue, seen, self._stats, max_depth=settings.crawl.max_depth)
+            router = Router(queue, self._modules, frontier, RunBook(coordination), self._stats)
             robots = (
                 RobotsPolicy(downloaders["default"], user_agent=settings.download.user_agent)
                 if settings.crawl.obey_robots
@@ -164,21 +173,23 @@ class Engine:
             limiter = DomainLimiter(
                 concurrency=settings.crawl.per_domain_concurrency, delay=settings.crawl.per_domain_delay
             )
-            generate = GenerateStage(queue, self._modules, frontier, self._stats)
-            download = DownloadStage(
-                queue,
-                downloaders,
-                limiter,
-                RetryPolicy(settings.retry),
-                robots,
-                self._chain,
-                self._stats,
-                max_requests=settings.crawl.max_pages,
+            stages = _Stages(
+                generate=GenerateStage(queue, router, writers, self._stats),
+                download=DownloadStage(
+                    queue,
+                    router,
+                    LoginManager(downloaders),
+                    Politeness(limiter=limiter, retry=RetryPolicy(settings.retry), robots=robots),
+                    self._chain,
+                    self._stats,
+                    max_requests=settings.crawl.max_pages,
+                ),
+                parse=ParseStage(queue, router, writers, self._chain, self._stats),
             )
-            parse = ParseStage(queue, self._modules, writers, frontier, self._chain, self._stats)
-            await self._seed(queue, job)
+            await self._seed(router, job)
+            crons = [self._cron_runner(module, router, coordination) for module in self._cron_modules()]
             reason = await self._run_stages(
-                generate, download, parse, writers, job, handle_signals, progress, progress_interval
+                stages, crons, writers, job, handle_signals, progress, progress_interval
             )
             failures: list[Failure] = []
             dead = 0
@@ -198,9 +209,8 @@ class Engine:
 
     async def _run_stages(
         self,
-        generate: GenerateStage,
-        download: DownloadStage,
-        parse: ParseStage,
+        stages: _Stages,
+        crons: list[CronRunner],
         writers: Mapping[str, ItemWriter],
         job: JobDir | None,
         handle_signals: bool,
@@ -208,6 +218,7 @@ class Engine:
         progress_interval: float,
     ) -> StopReason:
         crawl = self._settings.crawl
+        generate, download, parse = stages.generate, stages.download, stages.parse
         async with anyio.create_task_group() as outer:
             unique_writers = {id(w): w for w in writers.values()}.values()
             for writer in unique_writers:
@@ -217,6 +228,8 @@ class Engine:
                     watchers.start_soon(self._watch_signals, outer.cancel_scope)
                 if progress is not None or job is not None:
                     watchers.start_soon(self._report, progress, progress_interval, job)
+                for cron in crons:
+                    watchers.start_soon(self._run_cron, cron)
                 async with anyio.create_task_group() as parsing:
                     parsing.start_soon(parse.run, crawl.parse_workers)
                     async with anyio.create_task_group() as fetching:
@@ -245,7 +258,7 @@ class Engine:
             if budget is not None and self._stats.requests >= budget:
                 logger.info("page budget of %d reached", budget)
                 return "max_pages"
-            if await self._pending() == 0:
+            if self._crons_running == 0 and await self._pending() == 0:
                 return "finished"
             await anyio.sleep(0.01)
 
@@ -256,13 +269,35 @@ class Engine:
             total += await self._queue.pending(topic)
         return total
 
-    async def _seed(self, queue: QueueBackend, job: JobDir | None) -> None:
+    async def _seed(self, router: Router, job: JobDir | None) -> None:
         for name, module in self._modules.items():
-            if job is not None and job.is_seeded(name):
+            if module.cron is not None or (job is not None and job.is_seeded(name)):
                 continue
-            await queue.publish(TASKS, [Task(module=name, node=module.entry)])
+            await router.seed(_start_tasks(module, "1"))
             if job is not None:
                 job.mark_seeded(name)
+
+    def _cron_modules(self) -> list[CompiledModule]:
+        return [module for module in self._modules.values() if module.cron is not None]
+
+    def _cron_runner(self, module: CompiledModule, router: Router, coordination: Coordination) -> CronRunner:
+        assert module.cron is not None
+        schedule = CronSchedule(module.cron, misfire_tolerance=module.cron_misfire)
+
+        async def fire(when: float) -> None:
+            logger.info("cron: starting %s (%s)", module.name, module.cron)
+            await router.seed(_start_tasks(module, f"cron{int(when)}"))
+
+        self._crons_running += 1
+        return CronRunner(
+            schedule, fire, is_leader=coordination.is_leader, max_fires=self._settings.crawl.cron_max_fires
+        )
+
+    async def _run_cron(self, cron: CronRunner) -> None:
+        try:
+            await cron.run()
+        finally:
+            self._crons_running -= 1
 
     async def _watch_signals(self, force: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -297,6 +332,9 @@ class Engine:
             return open_queue(settings.url)
         return MemoryQueue(visibility_timeout=settings.visibility_timeout, max_attempts=settings.max_attempts)
 
+    def _open_coordination(self, job: JobDir | None) -> Coordination:
+        return job.open_coordination() if job is not None else LocalCoordination()
+
     def _open_seen(self, job: JobDir | None) -> SeenSet:
         return job.open_seen() if job is not None else MemorySeenSet()
 
@@ -322,3 +360,23 @@ class Engine:
                 by_sink[id(sink)] = ItemWriter(sink, self._chain, self._stats, self._settings.sink)
             writers[name] = by_sink[id(sink)]
         return writers
+
+
+class _Stages(msgspec.Struct, frozen=True):
+    generate: GenerateStage
+    download: DownloadStage
+    parse: ParseStage
+
+
+def _start_tasks(module: CompiledModule, generation: str) -> list[Task]:
+    """One start task per account (one anonymous task without accounts), each its own run."""
+    accounts: list[str | None] = [account.name for account in module.accounts] or [None]
+    return [
+        Task(
+            module=module.name,
+            node=module.entry,
+            account=name,
+            run=f"{module.name}:{name or '-'}:{generation}",
+        )
+        for name in accounts
+    ]

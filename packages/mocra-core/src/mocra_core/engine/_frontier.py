@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections import defaultdict
@@ -26,8 +27,9 @@ class Frontier:
     """Admits requests into the request queue.
 
     A request is dropped (and counted) when it is deeper than `max_depth` or its fingerprint was already
-    seen in this job (unless `dont_filter`). The seen key is scoped by module, so two spiders in one run
-    do not steal each other's pages.
+    seen in this job (unless `dont_filter`). The seen key is scoped: by module (two spiders in one run do
+    not steal each other's pages), by account (each account sees its own pages), and by run for cron
+    modules (each firing crawls afresh).
     """
 
     def __init__(
@@ -43,10 +45,13 @@ class Frontier:
         self._stats = stats
         self._max_depth = max_depth
 
-    async def submit(self, requests: Sequence[Request]) -> int:
-        """Publish the admissible `requests`; returns how many were published."""
+    async def submit(self, requests: Sequence[Request], *, scope: str = "") -> Sequence[Request]:
+        """Publish the admissible `requests`; returns those published.
+
+        `scope` names the dedup namespace (the module; for a cron module, the module run).
+        """
         if not requests:
-            return 0
+            return ()
         if self._max_depth is not None:
             deep = [r for r in requests if r.depth > self._max_depth]
             if deep:
@@ -55,7 +60,7 @@ class Frontier:
         if self._seen is not None:
             checked = [r for r in requests if not r.dont_filter]
             if checked:
-                fresh = await self._seen.add_if_absent([_seen_key(r) for r in checked])
+                fresh = await self._seen.add_if_absent([_seen_key(r, scope) for r in checked])
                 duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
                 if duplicates:
                     self._stats.drop("duplicate", len(duplicates))
@@ -65,11 +70,15 @@ class Frontier:
             by_priority[request.priority].append(request)
         for priority, batch in by_priority.items():
             await self._queue.publish(REQUESTS, batch, priority=priority)
-        return len(requests)
+        return requests
 
 
-def _seen_key(request: Request) -> bytes:
-    module = (request.node or "").partition("/")[0]
-    if not module:
+def _seen_key(request: Request, scope: str) -> bytes:
+    if not scope:
         return request.fingerprint
-    return hashlib.blake2b(request.fingerprint, digest_size=16, key=module.encode()[:64]).digest()
+    return hashlib.blake2b(request.fingerprint, digest_size=16, key=_scope_key(scope)).digest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _scope_key(scope: str) -> bytes:
+    return hashlib.blake2b(scope.encode(), digest_size=32).digest()

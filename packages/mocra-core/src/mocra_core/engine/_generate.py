@@ -1,22 +1,21 @@
-"""`GenerateStage`: task queue → the node's `generate` → requests into the frontier."""
+"""`GenerateStage`: task queue → the node's `generate` → requests, items and routes."""
 
 from __future__ import annotations
 
 import logging
 import traceback
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..modules import Seeds, Task
+from ..http import Request
+from ..modules import Task, TaskCtx
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from ..modules import Module
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
-    from ._frontier import Frontier
+    from ._items import ItemWriter
+    from ._router import Router
 
 __all__ = ("TASKS", "GenerateStage")
 
@@ -26,14 +25,18 @@ TASKS = "task"
 
 
 class GenerateStage:
-    """Turns tasks into requests. A task whose `generate` raises goes to the dead-letter queue."""
+    """Turns tasks into requests (and items and routes).
+
+    A task whose `generate` raises on a non-entry node re-injects, once per run, the request whose parse
+    sent it (the fallback gate); otherwise it goes to the dead-letter queue with the traceback.
+    """
 
     def __init__(
-        self, queue: QueueBackend, modules: Mapping[str, Module], frontier: Frontier, stats: Stats
+        self, queue: QueueBackend, router: Router, writers: dict[str, ItemWriter], stats: Stats
     ) -> None:
         self._queue = queue
-        self._modules = modules
-        self._frontier = frontier
+        self._router = router
+        self._writers = writers
         self._stats = stats
         self._stopping = False
 
@@ -50,19 +53,57 @@ class GenerateStage:
     async def _handle(self, delivery: Delivery) -> None:
         task = delivery.payload
         assert isinstance(task, Task)
-        node_id = task.node if task.node == task.module else f"{task.module}/{task.node}"
-        seeds = Seeds(node_id)
+        module = self._router.module_of(task.module)
+        runbook = self._router.runbook
+        if await runbook.is_stopped(task.run):
+            self._stats.drop("stopped")
+            await self._router.unit_done(module, task.run, task.account, task.node)
+            await self._queue.ack([delivery])
+            return
+        ctx: TaskCtx[Any] = TaskCtx(task, f"{module.name}/{task.node}", inputs=task.inputs)
         try:
-            await self._modules[task.module].node(node_id).generate(task, seeds)
-            await self._frontier.submit(seeds.requests)
+            await module.node(task.node).generate(ctx)
+            await self._router.admit(module, ctx.requests)
+            await self._router.route(
+                module, task.node, ctx.routes, run=task.run, account=task.account, origin=task.origin
+            )
+            if ctx.items:
+                await self._writers[module.name].submit(ctx.items)
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
         except Exception as exc:
-            self._stats.errors += 1
-            self._stats.dead_lettered += 1
-            logger.error("generate of %s/%s failed: %s", task.module, task.node, exc, exc_info=exc)
-            await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())
+            await self._failed(delivery, task, exc)
             return
+        if ctx.stop_reason is not None:
+            await runbook.stop(task.run, ctx.stop_reason)
+        for message in ctx.errors:
+            self._stats.errors += 1
+            logger.warning("%s/%s: %s", task.module, task.node, message)
+        await self._router.unit_done(module, task.run, task.account, task.node)
         await self._queue.ack([delivery])
+
+    async def _failed(self, delivery: Delivery, task: Task, exc: Exception) -> None:
+        module = self._router.module_of(task.module)
+        origin = Request.from_record(task.origin) if task.origin is not None else None
+        fallback = (
+            task.node != module.entry
+            and origin is not None
+            and await self._router.runbook.fallback_once(task.run, f"{task.node}:{origin.fingerprint.hex()}")
+        )
+        if fallback and origin is not None:
+            logger.warning(
+                "generate of %s/%s failed (%s); re-injecting the request that led here, once: %s",
+                task.module, task.node, exc, origin.url,
+            )  # fmt: skip
+            await self._router.reinject(module, origin)
+            self._stats.retries += 1
+            await self._router.unit_done(module, task.run, task.account, task.node)
+            await self._queue.ack([delivery])
+            return
+        self._stats.errors += 1
+        self._stats.dead_lettered += 1
+        logger.error("generate of %s/%s failed: %s", task.module, task.node, exc, exc_info=exc)
+        await self._router.unit_done(module, task.run, task.account, task.node)
+        await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())

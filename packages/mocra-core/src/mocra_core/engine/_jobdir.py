@@ -9,6 +9,7 @@ import lmdb
 import msgspec
 
 from .._errors import ConfigError
+from ..coordination import LmdbCoordination
 from ..dedup import LmdbSeenSet
 from ..observe import StatsSnapshot
 from ..queue import LmdbQueue
@@ -27,6 +28,7 @@ class JobDir:
 
     - `queue/`: every stage's queue (LMDB); leases held by a dead process come back on open.
     - `seen/`: the fingerprints already admitted (LMDB).
+    - `coordination/`: gates, stop signals and fan-in bookkeeping of module runs (LMDB).
     - `state/`: stats and which modules were already seeded (LMDB).
 
     Writes are not fsynced (`sync=False`): they survive the process being killed, not a power cut.
@@ -53,6 +55,10 @@ class JobDir:
             visibility_timeout=settings.visibility_timeout,
             max_attempts=settings.max_attempts,
         )
+
+    def open_coordination(self) -> LmdbCoordination:
+        """The durable coordination store (gates, stop signals, fan-in bookkeeping)."""
+        return LmdbCoordination(str(self.path / "coordination"))
 
     def open_seen(self) -> LmdbSeenSet:
         """The durable seen set."""

@@ -1,4 +1,4 @@
-"""`ParseStage`: response queue → the node's parse callback → items to sinks, follow-ups to the frontier."""
+"""`ParseStage`: response queue → the node's parse → items to sinks, follow-ups and tasks onward."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ if TYPE_CHECKING:
 
     from ..http import Response
     from ..middleware import MiddlewareChain
-    from ..modules import Module
+    from ..modules import CompiledModule
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
-    from ._frontier import Frontier
     from ._items import ItemWriter
+    from ._router import Router
 
 __all__ = ("ParseStage",)
 
@@ -32,24 +32,23 @@ _RESPONSES = "response"
 class ParseStage:
     """Runs parse workers.
 
-    A response is acknowledged only after its items are written and its follow-ups are in the request
-    queue; a callback that raises sends the response to the dead-letter queue with the traceback, and the
-    crawl goes on.
+    A response is acknowledged only after its items are written and its follow-ups and tasks are queued;
+    a callback that raises sends the response to the dead-letter queue with the traceback, and the crawl
+    goes on. When a module node's parse yields nothing to continue with, the advance gate may start its
+    successors.
     """
 
     def __init__(
         self,
         queue: QueueBackend,
-        modules: Mapping[str, Module],
+        router: Router,
         writers: Mapping[str, ItemWriter],
-        frontier: Frontier,
         chain: MiddlewareChain,
         stats: Stats,
     ) -> None:
         self._queue = queue
-        self._modules = modules
+        self._router = router
         self._writers = writers
-        self._frontier = frontier
         self._chain = chain
         self._stats = stats
         self._stopping = False
@@ -74,29 +73,40 @@ class ParseStage:
 
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
-        node_id = response.request.node or ""
-        module_name = node_id.partition("/")[0]
-        ctx: Ctx[Any] = Ctx(response)
+        request = response.request
+        module = self._router.module_of(request.node)
+        node = (request.node or "").rpartition("/")[2]
+        if await self._router.runbook.is_stopped(request.run):
+            self._stats.drop("stopped")
+            await self._router.unit_done(module, request.run, request.account, node)
+            await self._queue.ack([delivery])
+            return
+        ctx: Ctx[Any] = Ctx(response, carry_meta=module.carry_meta)
         try:
-            module = self._modules[module_name]
-            await module.node(node_id).parse(response, ctx)
+            await module.node(node).parse(response, ctx)
+            items = await self._items(ctx, response)
+            await self._continue(module, node, ctx)
+            if items:
+                await self._writers[module.name].submit(items)
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
-        except Exception as exc:  # the user's callback failed: record it, keep crawling
-            self._stats.errors += 1
-            self._stats.dead_lettered += 1
-            logger.error(
-                "parse of %s failed in %s: %s",
-                response.url,
-                node_id,
-                exc,
-                exc_info=exc,
-                extra={"mocra_module": module_name, "url": response.url},
-            )
-            await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())
+        except SinkWriteFailed as exc:
+            await self._dead_letter(delivery, module, node, str(exc))
             return
+        except Exception as exc:  # the user's callback (or routing) failed: record it, keep crawling
+            self._stats.errors += 1
+            logger.error(
+                "parse of %s failed in %s: %s", response.url, request.node, exc, exc_info=exc,
+                extra={"mocra_module": module.name, "url": response.url},
+            )  # fmt: skip
+            await self._dead_letter(delivery, module, node, "".join(traceback.format_exception(exc)).strip())
+            return
+        await self._router.unit_done(module, request.run, request.account, node)
+        await self._queue.ack([delivery])
+
+    async def _items(self, ctx: Ctx[Any], response: Response) -> list[Any]:
         if ctx.invalid:
             self._stats.drop("invalid_url", len(ctx.invalid))
             for problem in ctx.invalid:
@@ -106,12 +116,28 @@ class ParseStage:
             items, dropped = await self._chain.process_items(items, response)
             if dropped:
                 self._stats.drop("item_middleware", dropped)
-        await self._frontier.submit(ctx.requests)
-        if items:
-            try:
-                await self._writers[module_name].submit(items)
-            except SinkWriteFailed as exc:
-                self._stats.dead_lettered += 1
-                await self._queue.dead_letter(delivery, reason=str(exc))
-                return
-        await self._queue.ack([delivery])
+        return items
+
+    async def _continue(self, module: CompiledModule, node: str, ctx: Ctx[Any]) -> None:
+        request = ctx.response.request
+        await self._router.admit(module, ctx.requests)
+        origin = request.to_record() if module.graph.successors(node) or ctx.routes else None
+        if ctx.routes:
+            await self._router.route(
+                module, node, ctx.routes, run=request.run, account=request.account, origin=origin
+            )
+        elif not ctx.requests and module.successors(node):
+            await self._router.advance(
+                module, node, ctx.meta, run=request.run, account=request.account, origin=origin
+            )
+        if ctx.stop_reason is not None:
+            await self._router.runbook.stop(request.run, ctx.stop_reason)
+        for message in ctx.errors:
+            self._stats.errors += 1
+            logger.warning("%s: %s (%s)", request.node, message, ctx.response.url)
+
+    async def _dead_letter(self, delivery: Delivery, module: CompiledModule, node: str, reason: str) -> None:
+        request = delivery.payload.request  # type: ignore[attr-defined]
+        self._stats.dead_lettered += 1
+        await self._router.unit_done(module, request.run, request.account, node)
+        await self._queue.dead_letter(delivery, reason=reason)

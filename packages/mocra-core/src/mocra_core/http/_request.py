@@ -65,6 +65,8 @@ class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     node: str | None = None
     downloader: str | None = None
     depth: int = 0
+    run: str | None = None
+    account: str | None = None
 
 
 class Request:
@@ -91,6 +93,8 @@ class Request:
         node: Module node that owns this request; set by the engine.
         downloader: Name of a registered downloader to use instead of the default.
         depth: Number of follow hops from a seed; set by the engine.
+        run: Id of the module run this request belongs to; set by the engine.
+        account: Account whose session (login, cookies) this request uses; set by the engine from the task.
 
     Raises:
         InvalidURL: `url` has no host, a scheme other than http/https, or a bad port.
@@ -109,7 +113,9 @@ class Request:
         "body",
         "callback",
         "cookies",
+        "account",
         "depth",
+        "run",
         "dont_filter",
         "downloader",
         "headers",
@@ -142,6 +148,8 @@ class Request:
         node: str | None = None,
         downloader: str | None = None,
         depth: int = 0,
+        run: str | None = None,
+        account: str | None = None,
     ) -> None:
         if params:
             url = _add_params(url, params)
@@ -168,6 +176,8 @@ class Request:
         self.node = node
         self.downloader = downloader
         self.depth = depth
+        self.run = run
+        self.account = account
         self._fingerprint: bytes | None = None
 
     def replace(self, **changes: Any) -> Request:
@@ -215,6 +225,8 @@ class Request:
             node=self.node,
             downloader=self.downloader,
             depth=self.depth,
+            run=self.run,
+            account=self.account,
         )
 
     @classmethod
@@ -235,6 +247,8 @@ class Request:
             node=record.node,
             downloader=record.downloader,
             depth=record.depth,
+            run=record.run,
+            account=record.account,
         )
 
     def __repr__(self) -> str:

@@ -1,10 +1,28 @@
-"""Modules, nodes and the `Spider` facade they compile from."""
+"""Modules and nodes, and the `Spider` facade that compiles to a one-node module."""
 
 from __future__ import annotations
 
-from ._context import Ctx, Seeds
-from ._module import Module, Node, SpiderModule
+from ._context import Ctx, Route, Seeds, TaskCtx
+from ._module import SPIDER_NODE, CompiledModule, Module, compile_module
+from ._node import Account, Login, Node
+from ._session import LoginFailed, LoginSession
 from ._spider import Spider
 from ._task import Task
 
-__all__ = ("Ctx", "Module", "Node", "Seeds", "Spider", "SpiderModule", "Task")
+__all__ = (
+    "SPIDER_NODE",
+    "Account",
+    "CompiledModule",
+    "Ctx",
+    "Login",
+    "LoginFailed",
+    "LoginSession",
+    "Module",
+    "Node",
+    "Route",
+    "Seeds",
+    "Spider",
+    "Task",
+    "TaskCtx",
+    "compile_module",
+)

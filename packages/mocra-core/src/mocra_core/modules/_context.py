@@ -1,8 +1,10 @@
-"""`Seeds` and `Ctx`: what a spider or node writes its requests and items into."""
+"""`Seeds`, `TaskCtx` and `Ctx`: what spiders and nodes write their requests, items and routes into."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import msgspec
 
 from .._errors import InvalidURL
 from ..http import Request
@@ -11,8 +13,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ..http import Response
+    from ._task import Task
 
-__all__ = ("Ctx", "Seeds")
+__all__ = ("Ctx", "Route", "Seeds", "TaskCtx")
 
 T = TypeVar("T")
 
@@ -26,20 +29,67 @@ def _callback_name(callback: Callable[..., Any] | str | None) -> str | None:
     return name
 
 
+class Route(msgspec.Struct, frozen=True):
+    """A task a node asked for: `node` None = every successor; `module` set = another module's entry."""
+
+    meta: dict[str, Any]
+    node: str | None = None
+    module: str | None = None
+
+
+class _Routing:
+    """Routing calls shared by `TaskCtx` and `Ctx`."""
+
+    __slots__ = ()
+
+    routes: list[Route]
+    errors: list[str]
+    stop_reason: str | None
+
+    def _current_meta(self) -> dict[str, Any]:
+        return {}
+
+    def _merged(self, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+        current = self._current_meta()
+        return {**current, **meta} if meta else dict(current)
+
+    def next(self, meta: Mapping[str, Any] | None = None) -> None:
+        """Send a task to every successor node (a clone each), with the current meta updated by `meta`."""
+        self.routes.append(Route(self._merged(meta)))
+
+    def to(self, node: str, meta: Mapping[str, Any] | None = None) -> None:
+        """Send a task to the node `node` of this module."""
+        self.routes.append(Route(self._merged(meta), node=node))
+
+    def start(self, module: str, meta: Mapping[str, Any] | None = None) -> None:
+        """Start another module (its entry node) with this meta."""
+        self.routes.append(Route(self._merged(meta), module=module))
+
+    def stop(self, reason: str = "stopped by a node") -> None:
+        """Stop this run: work of the run not started yet becomes a no-op (counted as dropped)."""
+        self.stop_reason = reason  # type: ignore[misc]  # a slot of both subclasses
+
+    def error(self, message: str) -> None:
+        """Record a problem (logged and counted as an error) without failing the response."""
+        self.errors.append(message)
+
+
 class Seeds:
     """Collects the first requests of a crawl (`Spider.start` writes into it).
 
     Example:
-        >>> seeds = Seeds("books")
+        >>> seeds = Seeds("books/spider")
         >>> seeds.get("https://example.com/", meta={"page": 1})
         >>> seeds.requests
         [<Request GET https://example.com/>]
     """
 
-    __slots__ = ("_node", "requests")
+    __slots__ = ("_account", "_node", "_run", "requests")
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, *, run: str | None = None, account: str | None = None) -> None:
         self._node = node
+        self._run = run
+        self._account = account
         self.requests: list[Request] = []
 
     def get(
@@ -66,11 +116,60 @@ class Seeds:
         """Seed a request as it is (any method, headers, body)."""
         if request.node is None:
             request.node = self._node
+        if request.run is None:
+            request.run = self._run
+        if request.account is None:
+            request.account = self._account
         self.requests.append(request)
 
 
-class Ctx(Generic[T]):
-    """What a parse callback writes into: items to emit and requests to follow.
+class TaskCtx(_Routing, Seeds, Generic[T]):
+    """What `Node.generate` writes into: requests for the task, items, routes to other nodes.
+
+    Requests made here carry the task's meta (updated by the `meta` you pass).
+
+    Attributes:
+        task: The task being generated.
+        inputs: For a fan-in node: the meta of every task sent to it in this run, in arrival order.
+    """
+
+    __slots__ = ("errors", "inputs", "items", "routes", "stop_reason", "task")
+
+    def __init__(self, task: Task, node: str, *, inputs: list[dict[str, Any]] | None = None) -> None:
+        Seeds.__init__(self, node, run=task.run, account=task.account)
+        self.task = task
+        self.inputs: list[dict[str, Any]] = inputs or []
+        self.items: list[T] = []
+        self.routes: list[Route] = []
+        self.errors: list[str] = []
+        self.stop_reason: str | None = None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The task's metadata."""
+        return self.task.meta
+
+    def _current_meta(self) -> dict[str, Any]:
+        return self.task.meta
+
+    @property
+    def account(self) -> str | None:
+        """Name of the account this run works for, if the module has accounts."""
+        return self.task.account
+
+    def add(self, request: Request) -> None:
+        """Add a request for this task; the task's meta is merged under the request's own."""
+        if self.task.meta:
+            request.meta = {**self.task.meta, **request.meta}
+        super().add(request)
+
+    def emit(self, item: T) -> None:
+        """Emit an item straight from `generate` (e.g. a merge node that needs no request)."""
+        self.items.append(item)
+
+
+class Ctx(_Routing, Generic[T]):
+    """What a parse callback writes into: items, requests to follow, and (for module nodes) routes.
 
     Example:
         >>> from mocra_core.http import Response
@@ -82,16 +181,28 @@ class Ctx(Generic[T]):
         ([{'title': 'x'}], [<Request GET https://example.com/b/2>])
     """
 
-    __slots__ = ("invalid", "items", "requests", "response")
+    __slots__ = ("_carry_meta", "errors", "invalid", "items", "requests", "response", "routes", "stop_reason")
 
-    def __init__(self, response: Response) -> None:
+    def __init__(self, response: Response, *, carry_meta: bool = False) -> None:
         self.response = response
         self.items: list[T] = []
         self.requests: list[Request] = []
         self.invalid: list[InvalidURL] = []
+        self.routes: list[Route] = []
+        self.errors: list[str] = []
+        self.stop_reason: str | None = None
+        self._carry_meta = carry_meta
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The response's meta (for module nodes: the task's meta, carried by its requests)."""
+        return self.response.request.meta
+
+    def _current_meta(self) -> dict[str, Any]:
+        return self.response.request.meta
 
     def emit(self, item: T) -> None:
-        """Emit one item to the spider's sink (after the data middlewares)."""
+        """Emit one item to the sink (after the data middlewares)."""
         self.items.append(item)
 
     def follow(
@@ -102,11 +213,12 @@ class Ctx(Generic[T]):
         meta: Mapping[str, Any] | None = None,
         priority: int | None = None,
     ) -> None:
-        """Follow a link or a request from this response.
+        """Follow a link or a request from this response; it is parsed by the same node.
 
-        A relative URL resolves against the response's final URL. A `Request` keeps its method, headers, body
-        and meta; `meta` given here is merged over it. The new request inherits the current callback unless
-        `callback` names another one, and its depth is one more than this response's.
+        A relative URL resolves against the response's final URL. A `Request` keeps its method, headers,
+        body and meta; `meta` given here is merged over it. The new request inherits the current callback
+        unless `callback` names another one; its depth is one more than this response's. In a module node,
+        the current meta is carried too (it is the task's).
 
         A link that cannot be crawled (`mailto:`, `javascript:`, no host) is not followed; it is logged and
         counted as dropped (`invalid_url`), and the rest of the page is kept.
@@ -122,6 +234,8 @@ class Ctx(Generic[T]):
             except InvalidURL as exc:
                 self.invalid.append(exc)
                 return
+        if self._carry_meta and parent.meta:
+            request.meta = {**parent.meta, **request.meta}
         name = _callback_name(callback)
         if name is not None:
             request.callback = name
@@ -131,5 +245,9 @@ class Ctx(Generic[T]):
             request.priority = priority
         if request.node is None:
             request.node = parent.node
+        if request.run is None:
+            request.run = parent.run
+        if request.account is None:
+            request.account = parent.account
         request.depth = parent.depth + 1
         self.requests.append(request)

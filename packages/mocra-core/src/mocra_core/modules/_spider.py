@@ -27,6 +27,9 @@ class Spider(Generic[T]):
         start_urls: URLs seeded by the default `start`.
         downloader: Name of the downloader (registered with `MocraBuilder.downloader`) for this spider's
             requests; `None` uses the default one. `Request(downloader=...)` overrides it per request.
+        cron: A cron expression (5 fields, or 6 with seconds last): the spider starts on schedule instead
+            of once, and the run goes on until interrupted.
+        cron_misfire: Seconds a missed cron time may be late and still run.
 
     Example:
         >>> from mocra_core.http import Response
@@ -42,6 +45,8 @@ class Spider(Generic[T]):
     name: ClassVar[str] = ""
     start_urls: ClassVar[Sequence[str]] = ()
     downloader: ClassVar[str | None] = None
+    cron: ClassVar[str | None] = None
+    cron_misfire: ClassVar[float] = 60.0
 
     async def start(self, seeds: Seeds) -> None:
         """Seed the first requests; by default one GET per URL in `start_urls`."""

@@ -1,0 +1,86 @@
+"""`RunBook`: per-run shared state — stop signals, gates, fan-in bookkeeping — kept in `Coordination`.
+
+Everything here goes through the coordination store, so it holds for every worker of a job once the
+store is shared (LMDB on one host; Raft or a broker's KV across hosts), not per process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from ..coordination import Coordination
+
+__all__ = ("RunBook",)
+
+_ENCODE = msgspec.msgpack.Encoder()
+_DECODE_META = msgspec.msgpack.Decoder(dict[str, Any])
+
+
+class RunBook:
+    """Stop signals, gates and fan-in bookkeeping of module runs.
+
+    Keys per run: `stop:{run}`, `gate:{run}:{a}>{b}`, `fallback:{run}:{key}`, `open:{run}:{node}`,
+    `fanin:{run}:{node}` and `inputs:{run}:{node}`.
+
+    Stop signals are cached once seen (a stopped run never restarts), so checking a live run costs one
+    store read and a stopped one none.
+    """
+
+    def __init__(self, coordination: Coordination) -> None:
+        self._store = coordination
+        self._stopped: set[str] = set()
+
+    async def is_stopped(self, run: str | None) -> bool:
+        """True when `run` was stopped by one of its nodes."""
+        if run is None:
+            return False
+        if run in self._stopped:
+            return True
+        if await self._store.get(f"stop:{run}") is not None:
+            self._stopped.add(run)
+            return True
+        return False
+
+    async def stop(self, run: str | None, reason: str) -> None:
+        """Stop `run`: work of it not started yet becomes a no-op."""
+        if run is not None:
+            self._stopped.add(run)
+            await self._store.set_if_absent(f"stop:{run}", reason.encode())
+
+    async def advance_once(self, run: str | None, node: str, successor: str) -> bool:
+        """The advance gate: True the first time `node` → `successor` is passed in `run`."""
+        return await self._store.set_if_absent(f"gate:{run}:{node}>{successor}")
+
+    async def fallback_once(self, run: str | None, key: str) -> bool:
+        """The fallback gate: True the first time the predecessor of `key` is re-injected in `run`."""
+        return await self._store.set_if_absent(f"fallback:{run}:{key}")
+
+    async def opened(self, run: str, node: str, count: int) -> None:
+        """`count` units of work (tasks, requests, responses) of `node` were queued in `run`."""
+        await self._store.incr(f"open:{run}:{node}", count)
+
+    async def closed(self, run: str, node: str) -> None:
+        """One unit of `node` in `run` finished (acknowledged, dead-lettered or dropped)."""
+        await self._store.incr(f"open:{run}:{node}", -1)
+
+    async def all_closed(self, run: str, nodes: frozenset[str]) -> bool:
+        """True when no unit of any of `nodes` is open in `run`."""
+        for node in nodes:
+            if await self._store.incr(f"open:{run}:{node}", 0) > 0:
+                return False
+        return True
+
+    async def fire_fan_in_once(self, run: str, node: str) -> bool:
+        """True the first time the fan-in node `node` fires in `run`."""
+        return await self._store.set_if_absent(f"fanin:{run}:{node}")
+
+    async def gather(self, run: str, node: str, meta: dict[str, Any]) -> None:
+        """Keep `meta` as an input of the fan-in node `node` in `run`."""
+        await self._store.append(f"inputs:{run}:{node}", _ENCODE.encode(meta))
+
+    async def inputs(self, run: str, node: str) -> list[dict[str, Any]]:
+        """Everything gathered for the fan-in node `node` in `run`, in arrival order."""
+        return [_DECODE_META.decode(raw) for raw in await self._store.items(f"inputs:{run}:{node}")]
