@@ -6,10 +6,10 @@ import mocra
 import mocra_core
 
 MOCRA = {
-    "CallbackSink", "ChannelSink", "ConfigError", "CrawlResult", "CsvSink", "Ctx", "DataSink",
-    "DownloadError", "InvalidURL", "JsonlSink", "MissingExtra", "Mocra", "MocraBuilder",
-    "MocraError", "Progress", "Account", "Login", "LoginSession", "Module", "Node", "TaskCtx", "Request", "Response", "Seeds", "Settings", "Spider", "__version__",
-    "channel", "on_item",
+    "Account", "CallbackSink", "ChannelSink", "ConfigError", "CrawlResult", "CsvSink", "Ctx",
+    "DataSink", "DownloadError", "InvalidURL", "JsonlSink", "Login", "LoginSession", "MissingExtra",
+    "Mocra", "MocraBuilder", "MocraError", "Module", "Node", "Progress", "Request", "Response",
+    "Seeds", "Settings", "Spider", "TaskCtx", "__version__", "channel", "on_item",
 }  # fmt: skip
 
 
