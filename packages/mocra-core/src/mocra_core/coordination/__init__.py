@@ -8,6 +8,8 @@ on any of them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._dag import CoordinationLeaseStore, CoordinationRunStateStore
 from ._errors import CoordinationError
 from ._lmdb import LmdbCoordination
@@ -30,3 +32,8 @@ for _name in __all__:
     if getattr(_obj, "__module__", "").startswith(__name__ + "."):
         _obj.__module__ = __name__
 del _name, _obj
+
+if TYPE_CHECKING:  # mypy --strict proves that the backends fit the protocol
+
+    def _fits(local: LocalCoordination, lmdb: LmdbCoordination) -> tuple[Coordination, Coordination]:
+        return local, lmdb
