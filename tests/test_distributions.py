@@ -73,7 +73,7 @@ def test_mocra_with_nats_extra_pulls_nats_and_nothing_heavier(
     ws: Workspace, wheels: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     python = make_venv(ws, tmp_path / "venv")
-    install(ws, python, f"{wheels['mocra']}[nats]", str(wheels["mocra_core"]))
+    install(ws, python, f"{wheels['mocra']}[nats]", str(wheels["mocra_core"]), str(wheels["mocra_dag"]))
 
     found = probe(ws, python, "mocra", "mocra_core", "nats", "aiokafka", "redis", "sqlalchemy", "pysyncobj")
     assert found == {
@@ -94,7 +94,10 @@ def test_plain_mocra_install_stays_small(
     ws: Workspace, wheels: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     python = make_venv(ws, tmp_path / "venv")
-    install(ws, python, str(wheels["mocra"]), str(wheels["mocra_core"]))
+    install(ws, python, str(wheels["mocra"]), str(wheels["mocra_core"]), str(wheels["mocra_dag"]))
 
-    found = probe(ws, python, "mocra", *HEAVY)
-    assert found == {"mocra": True, **dict.fromkeys(HEAVY, False)}
+    found = probe(ws, python, "mocra", "mocra_dag", *HEAVY)
+    assert found == {"mocra": True, "mocra_dag": True, **dict.fromkeys(HEAVY, False)}
+    result = ws.run(str(python.parent / "mocra"), "demo", "--books", "12", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all 12 books scraped once each" in result.stdout
