@@ -370,7 +370,7 @@ async def test_cron_fires_on_schedule_without_a_database(builder: MocraBuilder, 
 
     class Ticker(Spider[Any]):
         name = "ticker"
-        cron = "* * * * * *"  # every second (6 fields, seconds last)
+        cron = "* * * * * *"  # every second (6 fields, seconds first)
         start_urls = (server.url("/tick"),)
 
         async def parse(self, response: Response, ctx: Ctx[Any]) -> None:

@@ -39,7 +39,7 @@ class Module(Generic[T]):
     Attributes:
         name: Unique name in a run.
         accounts: Accounts to run for; each gets its own run, login and cookie jar. Empty: one anonymous run.
-        cron: A cron expression (5 fields, or 6 with seconds last); the module then starts on schedule
+        cron: A cron expression (5 fields, or 6 with seconds first); the module then starts on schedule
             instead of once, and the run goes on until interrupted.
         cron_misfire: Seconds a missed cron time may be late and still run.
         relogin_on: Statuses that mean "logged out": the account logs in again and the request is retried.

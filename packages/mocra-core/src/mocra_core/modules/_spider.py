@@ -27,7 +27,7 @@ class Spider(Generic[T]):
         start_urls: URLs seeded by the default `start`.
         downloader: Name of the downloader (registered with `MocraBuilder.downloader`) for this spider's
             requests; `None` uses the default one. `Request(downloader=...)` overrides it per request.
-        cron: A cron expression (5 fields, or 6 with seconds last): the spider starts on schedule instead
+        cron: A cron expression (5 fields, or 6 with seconds first): the spider starts on schedule instead
             of once, and the run goes on until interrupted.
         cron_misfire: Seconds a missed cron time may be late and still run.
 
