@@ -400,3 +400,62 @@ def test_invalid_graphs_name_the_node() -> None:
 
     with pytest.raises(ConfigError, match="must override nodes"):
         Mocra.builder().module(NoNodes())
+
+
+async def test_start_launches_another_module_with_the_meta(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    calls = Calls()
+    items: list[dict[str, Any]] = []
+
+    class Kickoff(Node[Any]):
+        id = "kickoff"
+
+        async def generate(self, ctx: TaskCtx[Any]) -> None:
+            ctx.get(f"{server.base_url}/kickoff")
+
+        async def parse(self, response: Response, ctx: Ctx[Any]) -> None:
+            ctx.start("worker", {"base": server.base_url, "n": 7, "from": "kickoff"})
+
+    class First(Module[Any]):
+        name = "first"
+
+        def nodes(self) -> list[Node[Any]]:
+            return [Kickoff()]
+
+    class Worker(Module[Any]):
+        name = "worker"
+        autostart = False  # only started by `first`
+
+        def nodes(self) -> list[Node[Any]]:
+            return [fetch_node("work", calls, route="emit")]
+
+    sink = on_item(items.append)
+    result = await builder.module(First(), sink).module(Worker(), sink).run_async()
+
+    assert result.ok, result.failures
+    assert [(i["n"], i["from"]) for i in items] == [(7, "kickoff")]
+
+
+async def test_routing_to_an_unknown_node_is_a_clear_error(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    class Lost(Node[Any]):
+        id = "lost"
+
+        async def generate(self, ctx: TaskCtx[Any]) -> None:
+            ctx.get(f"{server.base_url}/lost")
+
+        async def parse(self, response: Response, ctx: Ctx[Any]) -> None:
+            ctx.to("nowhere")
+
+    class Module1(Module[Any]):
+        name = "lostmodule"
+
+        def nodes(self) -> list[Node[Any]]:
+            return [Lost()]
+
+    result = await builder.module(Module1()).run_async()
+
+    assert result.dead_letters == 1
+    assert "routed to unknown node 'nowhere'" in result.failures[0].reason

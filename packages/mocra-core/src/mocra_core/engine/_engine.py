@@ -271,7 +271,7 @@ class Engine:
 
     async def _seed(self, router: Router, job: JobDir | None) -> None:
         for name, module in self._modules.items():
-            if module.cron is not None or (job is not None and job.is_seeded(name)):
+            if not module.autostart or module.cron is not None or (job is not None and job.is_seeded(name)):
                 continue
             await router.seed(_start_tasks(module, "1"))
             if job is not None:

@@ -44,6 +44,8 @@ class Module(Generic[T]):
         cron_misfire: Seconds a missed cron time may be late and still run.
         relogin_on: Statuses that mean "logged out": the account logs in again and the request is retried.
         downloader: Name of the downloader for this module's requests (`None`: the default one).
+        autostart: Start when the crawl starts; `False` for a module that only other modules start
+            (`ctx.start("name", meta)`).
 
     Example:
         >>> class Only(Node[dict]):
@@ -62,6 +64,7 @@ class Module(Generic[T]):
     cron_misfire: ClassVar[float] = 60.0
     relogin_on: ClassVar[frozenset[int]] = frozenset()
     downloader: ClassVar[str | None] = None
+    autostart: ClassVar[bool] = True
 
     def nodes(self) -> Sequence[Node[T]] | Graph[Node[T]]:
         """The module's nodes: a sequence (a chain) or a `mocra_dag.Graph` of nodes."""
@@ -106,6 +109,7 @@ class CompiledModule:
         relogin_on: frozenset[int] = frozenset(),
         downloader: str | None = None,
         carry_meta: bool = True,
+        autostart: bool = True,
     ) -> None:
         self.name = name
         self.graph = graph
@@ -117,6 +121,7 @@ class CompiledModule:
         self.relogin_on = relogin_on
         self.downloader = downloader
         self.carry_meta = carry_meta
+        self.autostart = autostart
         roots = graph.roots
         if len(roots) != 1:
             raise ConfigError(f"{name}.nodes", f"a module needs exactly one entry node, found {list(roots)}")
@@ -184,6 +189,7 @@ def compile_module(source: Module[Any] | Spider[Any]) -> CompiledModule:
         cron_misfire=source.cron_misfire,
         relogin_on=source.relogin_on,
         downloader=source.downloader,
+        autostart=source.autostart,
     )
 
 
