@@ -9,6 +9,9 @@ MocraError
         DownloadTimeout            connect/read/total time ran out
         BodyTooLarge               the (decoded) body passed the configured cap
         TooManyRedirects           the redirect cap was reached or a redirect loop was found
+    BackendError    .backend .url  a queue or coordination backend failed (credentials redacted in .url)
+        BackendUnavailable         it cannot be reached (at start: names the URL; mid-run: after retries)
+    PoisonMessage   .reason        a message cannot be decoded; it goes to the dead-letter queue
 ```
 """
 
@@ -20,6 +23,8 @@ if TYPE_CHECKING:
     from .http import Request
 
 __all__ = (
+    "BackendError",
+    "BackendUnavailable",
     "BodyTooLarge",
     "ConfigError",
     "DownloadError",
@@ -27,6 +32,7 @@ __all__ = (
     "InvalidURL",
     "MissingExtra",
     "MocraError",
+    "PoisonMessage",
     "TooManyRedirects",
 )
 
@@ -96,3 +102,44 @@ class BodyTooLarge(DownloadError):
 
 class TooManyRedirects(DownloadError):
     """The redirect cap was reached or a redirect loop was detected."""
+
+
+def redact(url: str) -> str:
+    """`url` with any password replaced by `***` (for messages and logs).
+
+    Example:
+        >>> redact("redis://user:secret@127.0.0.1:6379/0")
+        'redis://user:***@127.0.0.1:6379/0'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{host}"
+
+
+class BackendError(MocraError):
+    """A queue or coordination backend failed; `url` has its password redacted.
+
+    Example:
+        >>> str(BackendError("redis", "redis://:pw@127.0.0.1:6379", "READONLY replica"))
+        "redis backend at 'redis://:***@127.0.0.1:6379': READONLY replica"
+    """
+
+    def __init__(self, backend: str, url: str, problem: str) -> None:
+        self.backend = backend
+        self.url = redact(url)
+        super().__init__(f"{backend} backend at {self.url!r}: {problem}")
+
+
+class BackendUnavailable(BackendError):
+    """A backend cannot be reached (refused, timed out, DNS)."""
+
+
+class PoisonMessage(MocraError):
+    """A message that cannot be decoded; it is dead-lettered with `reason` and never crashes a worker."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
