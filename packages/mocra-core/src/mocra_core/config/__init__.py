@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from ._load import load, parse_override
-from ._settings import CrawlSettings, QueueSettings, Settings, SinkSettings
+from ._settings import CoordinationSettings, CrawlSettings, QueueSettings, Settings, SinkSettings
 
-__all__ = ("CrawlSettings", "QueueSettings", "Settings", "SinkSettings", "load", "parse_override")
+__all__ = (
+    "CoordinationSettings",
+    "CrawlSettings",
+    "QueueSettings",
+    "Settings",
+    "SinkSettings",
+    "load",
+    "parse_override",
+)

@@ -8,7 +8,7 @@ import msgspec
 
 from ..download import DownloadSettings, RetrySettings
 
-__all__ = ("CrawlSettings", "QueueSettings", "Settings", "SinkSettings")
+__all__ = ("CoordinationSettings", "CrawlSettings", "QueueSettings", "Settings", "SinkSettings")
 
 
 class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -25,6 +25,8 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         max_pages: Stop taking new requests after this many responses (`None` = unlimited).
         cron_max_fires: Stop after this many cron firings of each cron module, once their work is done
             (`None` = keep firing until interrupted).
+        job: Name of the crawl job: workers started with the same name (and queue URL) share one crawl; it
+            namespaces queues, dedup and coordination on shared backends. Default: the spider/module names.
         job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
     """
 
@@ -37,6 +39,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     max_depth: int | None = None
     max_pages: int | None = None
     cron_max_fires: int | None = None
+    job: str | None = None
     job_dir: str | None = None
 
     def __post_init__(self) -> None:
@@ -53,7 +56,7 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     """Where the queues between stages live.
 
     Attributes:
-        url: `memory://` (default; one process). Remote backends (redis, nats, kafka) arrive later.
+        url: `memory://` (default; one process), or a shared broker: `redis://…`, `nats://…`, `kafka://…`.
         visibility_timeout: Seconds a leased message may stay unacknowledged before it is redelivered.
         max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says.
     """
@@ -61,6 +64,19 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     url: str = "memory://"
     visibility_timeout: float = 300.0
     max_attempts: int = 10
+
+
+class CoordinationSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Where the workers of a job share gates, locks, seed-once flags and (with Redis) the seen set.
+
+    Attributes:
+        url: `memory://` (one process), `lmdb:///dir` (processes on one host) or `redis://host:port/db`.
+            `None` picks one: in memory for a memory queue, the job dir's LMDB with `crawl.job_dir`, the
+            queue's Redis for a Redis queue; NATS and Kafka jobs of several workers need it set (or a
+            shared `crawl.job_dir` on one host).
+    """
+
+    url: str | None = None
 
 
 class SinkSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -91,6 +107,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     download: DownloadSettings = DownloadSettings()
     retry: RetrySettings = RetrySettings()
     queue: QueueSettings = QueueSettings()
+    coordination: CoordinationSettings = CoordinationSettings()
     sink: SinkSettings = SinkSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

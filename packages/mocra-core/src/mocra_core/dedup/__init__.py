@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ._coordination import CoordinationSeenSet
 from ._errors import SeenSetError
 from ._lmdb import LmdbSeenSet
 from ._memory import MemorySeenSet
 from ._seen_set import SeenSet
 
-__all__ = ("LmdbSeenSet", "MemorySeenSet", "SeenSet", "SeenSetError")
+__all__ = ("CoordinationSeenSet", "LmdbSeenSet", "MemorySeenSet", "SeenSet", "SeenSetError")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal
@@ -10,14 +11,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import msgspec
 
-from ..coordination import LocalCoordination
-from ..dedup import MemorySeenSet
 from ..download import DomainLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
 from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
-from ..queue import MemoryQueue
 from ..schedule import CronRunner, CronSchedule
+from ._backends import is_shared, job_name, open_coordination, open_queue_for, open_seen
 from ._download import RESPONSES, DownloadStage, Politeness
 from ._frontier import REQUESTS, Frontier
 from ._generate import TASKS, GenerateStage
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..coordination import Coordination
-    from ..dedup import SeenSet
     from ..download import Downloader
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
@@ -130,6 +128,8 @@ class Engine:
         self._interrupted = anyio.Event()
         self._queue: QueueBackend | None = None
         self._crons_running = 0
+        self._shared = False
+        self._coordination: Coordination | None = None
 
     @property
     def stats(self) -> Stats:
@@ -157,10 +157,17 @@ class Engine:
                 if previous is not None:
                     self._stats.restore(previous)
                     logger.info("resuming job in %s", job.path)
-            queue = await stack.enter_async_context(self._open_queue(job))
+            name = job_name(settings, list(self._modules))
+            self._shared = is_shared(settings)
+            queue = await stack.enter_async_context(open_queue_for(settings, job, name))
             self._queue = queue
-            coordination = await stack.enter_async_context(self._open_coordination(job))
-            seen = await stack.enter_async_context(self._open_seen(job)) if settings.crawl.dedup else None
+            coordination = await stack.enter_async_context(open_coordination(settings, job, name))
+            self._coordination = coordination
+            seen = (
+                await stack.enter_async_context(open_seen(settings, job, coordination, name))
+                if settings.crawl.dedup
+                else None
+            )
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
             frontier = Frontier(queue, seen, self._stats, max_depth=settings.crawl.max_depth)
@@ -186,7 +193,7 @@ class Engine:
                 ),
                 parse=ParseStage(queue, router, writers, self._chain, self._stats),
             )
-            await self._seed(router, job)
+            await self._seed(router, coordination)
             crons = [self._cron_runner(module, router, coordination) for module in self._cron_modules()]
             reason = await self._run_stages(
                 stages, crons, writers, job, handle_signals, progress, progress_interval
@@ -258,9 +265,24 @@ class Engine:
             if budget is not None and self._stats.requests >= budget:
                 logger.info("page budget of %d reached", budget)
                 return "max_pages"
-            if self._crons_running == 0 and await self._pending() == 0:
+            if self._crons_running == 0 and await self._is_idle():
                 return "finished"
             await anyio.sleep(0.01)
+
+    async def _is_idle(self) -> bool:
+        """Nothing queued, leased or delayed on any topic.
+
+        Shared queues are checked twice, 0.2 s apart, once every module was seeded (another worker may
+        still be seeding).
+        """
+        if await self._pending() != 0:
+            return False
+        if not self._shared:
+            return True
+        if not await self._all_seeded():
+            return False
+        await anyio.sleep(0.2)
+        return await self._pending() == 0
 
     async def _pending(self) -> int:
         assert self._queue is not None
@@ -269,13 +291,40 @@ class Engine:
             total += await self._queue.pending(topic)
         return total
 
-    async def _seed(self, router: Router, job: JobDir | None) -> None:
+    async def _seed(self, router: Router, coordination: Coordination) -> None:
+        """Queue each autostart module's start tasks exactly once per job, whichever worker gets there first.
+
+        The flag `seeded/<module>` is set after the tasks are queued, under a lock, so a worker that dies
+        mid-seed leaves the job unseeded (another worker seeds it: duplicates are dropped by dedup) rather
+        than seeded with nothing.
+        """
+        holder = f"{os.getpid()}:{id(self)}"
         for name, module in self._modules.items():
-            if not module.autostart or module.cron is not None or (job is not None and job.is_seeded(name)):
+            if not module.autostart or module.cron is not None:
                 continue
-            await router.seed(_start_tasks(module, "1"))
-            if job is not None:
-                job.mark_seeded(name)
+            flag = f"seeded/{name}"
+            if await coordination.get(flag) is not None:
+                continue
+            token = await coordination.acquire_lock(f"seeding/{name}", holder, ttl=60.0)
+            if token is None:
+                continue  # another worker is seeding it; `_until_over` waits for its flag
+            try:
+                if await coordination.get(flag) is None:
+                    await router.seed(_start_tasks(module, "1"))
+                    await coordination.set(flag, b"1")
+            finally:
+                await coordination.release_lock(f"seeding/{name}", holder, token)
+
+    async def _all_seeded(self) -> bool:
+        assert self._coordination is not None
+        for name, module in self._modules.items():
+            if (
+                module.autostart
+                and module.cron is None
+                and await self._coordination.get(f"seeded/{name}") is None
+            ):
+                return False
+        return True
 
     def _cron_modules(self) -> list[CompiledModule]:
         return [module for module in self._modules.values() if module.cron is not None]
@@ -321,22 +370,6 @@ class Engine:
             if progress is not None:
                 queued = {topic: await self._queue.pending(topic) for topic in TOPICS}
                 progress(Progress(stats=snapshot, queued=queued))
-
-    def _open_queue(self, job: JobDir | None) -> QueueBackend:
-        settings = self._settings.queue
-        if job is not None:
-            return job.open_queue(settings)
-        if settings.url != "memory://":
-            from ..queue import open_queue
-
-            return open_queue(settings.url)
-        return MemoryQueue(visibility_timeout=settings.visibility_timeout, max_attempts=settings.max_attempts)
-
-    def _open_coordination(self, job: JobDir | None) -> Coordination:
-        return job.open_coordination() if job is not None else LocalCoordination()
-
-    def _open_seen(self, job: JobDir | None) -> SeenSet:
-        return job.open_seen() if job is not None else MemorySeenSet()
 
     async def _open_downloaders(self, stack: AsyncExitStack) -> dict[str, Downloader]:
         downloaders = dict(self._extra_downloaders)

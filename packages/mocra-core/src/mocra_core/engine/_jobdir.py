@@ -1,4 +1,4 @@
-"""`JobDir`: the on-disk state of a resumable crawl (`--job-dir`): queues, seen set, stats, seed flags."""
+"""`JobDir`: the on-disk state of a resumable crawl (`--job-dir`): queues, seen set, coordination, stats."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class JobDir:
     - `queue/`: every stage's queue (LMDB); leases held by a dead process come back on open.
     - `seen/`: the fingerprints already admitted (LMDB).
     - `coordination/`: gates, stop signals and fan-in bookkeeping of module runs (LMDB).
-    - `state/`: stats and which modules were already seeded (LMDB).
+    - `state/`: stats (LMDB).
 
     Writes are not fsynced (`sync=False`): they survive the process being killed, not a power cut.
     """
@@ -70,16 +70,6 @@ class JobDir:
                 str(self.path / "state"), map_size=64 << 20, sync=False, metasync=False, max_dbs=0
             )
         return self._state
-
-    def is_seeded(self, module: str) -> bool:
-        """True when `module`'s start task was already queued in this job."""
-        with self._env().begin() as txn:
-            return txn.get(b"seeded:" + module.encode()) is not None
-
-    def mark_seeded(self, module: str) -> None:
-        """Record that `module`'s start task is in the queue."""
-        with self._env().begin(write=True) as txn:
-            txn.put(b"seeded:" + module.encode(), b"1")
 
     def load_stats(self) -> StatsSnapshot | None:
         """The stats saved by the previous run, if any."""

@@ -1,0 +1,101 @@
+"""Which queue, coordination store and seen set a run uses, from its settings.
+
+One process: memory (or, with `crawl.job_dir`, LMDB files in the job dir). Several workers sharing a crawl:
+the broker named by `queue.url` for the queues, and a shared coordination store (`coordination.url`, or the
+queue's Redis, or the job dir's LMDB on one host) for gates, seed-once flags and — when no native set
+exists — the seen set.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._errors import ConfigError
+from ..coordination import LmdbCoordination, LocalCoordination
+from ..dedup import CoordinationSeenSet, MemorySeenSet
+from ..queue import MemoryQueue, open_queue
+from ._codec import EngineCodec
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..coordination import Coordination
+    from ..dedup import SeenSet
+    from ..queue import QueueBackend
+    from ._jobdir import JobDir
+
+__all__ = ("is_shared", "job_name", "open_coordination", "open_queue_for", "open_seen")
+
+
+def _scheme(url: str) -> str:
+    return url.partition("://")[0]
+
+
+def is_shared(settings: Settings) -> bool:
+    """True when the queues live on a broker that other workers may share."""
+    return _scheme(settings.queue.url) not in ("memory", "lmdb")
+
+
+def job_name(settings: Settings, modules: list[str]) -> str:
+    """The job's name: `crawl.job`, else the sorted module names joined by `+`."""
+    return settings.crawl.job or "+".join(sorted(modules))
+
+
+def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBackend:
+    """The queue backend of a run."""
+    queue = settings.queue
+    if is_shared(settings):
+        return open_queue(
+            queue.url,
+            codec=EngineCodec(),
+            namespace=f"mocra.{name}",
+            visibility_timeout=queue.visibility_timeout,
+            max_attempts=queue.max_attempts,
+        )
+    if job is not None:
+        return job.open_queue(queue)
+    if queue.url != "memory://":
+        return open_queue(queue.url, codec=EngineCodec(), max_attempts=queue.max_attempts,
+                          visibility_timeout=queue.visibility_timeout)  # fmt: skip
+    return MemoryQueue(visibility_timeout=queue.visibility_timeout, max_attempts=queue.max_attempts)
+
+
+def open_coordination(settings: Settings, job: JobDir | None, name: str) -> Coordination:
+    """The coordination store of a run (see the module docstring for the default)."""
+    url = settings.coordination.url
+    if url is None:
+        if job is not None:
+            return job.open_coordination()
+        if not is_shared(settings):
+            return LocalCoordination()
+        if _scheme(settings.queue.url) in ("redis", "rediss"):
+            url = settings.queue.url
+        else:
+            raise ConfigError(
+                "coordination.url",
+                f"workers sharing a {_scheme(settings.queue.url)} queue need a shared coordination store: "
+                "set coordination.url=redis://… (any host) or crawl.job_dir=DIR (workers on one host)",
+            )
+    scheme = _scheme(url)
+    if scheme == "memory":
+        return LocalCoordination()
+    if scheme == "lmdb":
+        return LmdbCoordination(url.partition("://")[2])
+    if scheme in ("redis", "rediss"):
+        from ..coordination import RedisCoordination
+
+        return RedisCoordination(url, namespace=f"mocra.{name}")
+    raise ConfigError("coordination.url", f"unknown scheme {scheme!r}; expected memory, lmdb or redis")
+
+
+def open_seen(settings: Settings, job: JobDir | None, coordination: Coordination, name: str) -> SeenSet:
+    """The seen set of a run: shared by the workers of a job when the queue is."""
+    if is_shared(settings):
+        redis_url = settings.coordination.url or settings.queue.url
+        if _scheme(redis_url) in ("redis", "rediss"):
+            from ..dedup import RedisSeenSet
+
+            return RedisSeenSet(redis_url, namespace=f"mocra.{name}")
+        return CoordinationSeenSet(coordination)
+    if job is not None:
+        return job.open_seen()
+    return MemorySeenSet()
