@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from typing import TYPE_CHECKING
 
 import pytest
 
-from mocra_core.coordination import LmdbCoordination, LocalCoordination
+from mocra_core.coordination import LmdbCoordination, LocalCoordination, RedisCoordination
 from mocra_dag import ManualClock
 
 if TYPE_CHECKING:
     import pathlib
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Iterator
 
     from mocra_core.coordination import Coordination
 
-BACKENDS = ["local", "lmdb"]
+BACKENDS = ["local", "lmdb", "redis"]
+REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+_redis_namespaces: list[str] = []  # made by open_backend during a test; dropped after it
 
 
 class FakeClock(ManualClock):
@@ -33,7 +37,24 @@ def clock() -> FakeClock:
 def open_backend(kind: str, path: pathlib.Path, clock: FakeClock) -> Coordination:
     if kind == "local":
         return LocalCoordination(clock=clock)
+    if kind == "redis":
+        _redis_namespaces.append(f"mocra-test-{uuid.uuid4().hex}")
+        return RedisCoordination(REDIS_URL, namespace=_redis_namespaces[-1], clock=clock)
     return LmdbCoordination(path / "coordination", clock=clock)
+
+
+@pytest.fixture(autouse=True)
+def _drop_redis_namespaces() -> Iterator[None]:
+    """Delete the keys of the Redis namespaces the test made (a sync client: after the test's loop)."""
+    yield
+    if _redis_namespaces:
+        import redis
+
+        with redis.Redis.from_url(REDIS_URL) as client:
+            for namespace in _redis_namespaces:
+                if keys := list(client.scan_iter(match=f"{namespace}:*", count=1000)):
+                    client.delete(*keys)
+        _redis_namespaces.clear()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import mocra_core.coordination
-from mocra_core.coordination import Coordination, LmdbCoordination, LocalCoordination
+from mocra_core.coordination import Coordination, LmdbCoordination, LocalCoordination, RedisCoordination
 
 
 def test_coordination_exports() -> None:
@@ -16,6 +16,7 @@ def test_coordination_exports() -> None:
         "LmdbCoordination",
         "LocalCoordination",
         "LockInfo",
+        "RedisCoordination",
     )
     for name in mocra_core.coordination.__all__:
         value = getattr(mocra_core.coordination, name)
@@ -25,7 +26,7 @@ def test_coordination_exports() -> None:
 
 def test_the_backends_fit_the_protocol() -> None:
     """mypy checks it statically (see the package `__init__`); here: every protocol method exists."""
-    backends: list[type[Coordination]] = [LocalCoordination, LmdbCoordination]
+    backends: list[type[Coordination]] = [LocalCoordination, LmdbCoordination, RedisCoordination]
     methods = [name for name in vars(Coordination) if not name.startswith("_") or name in ("__aenter__",)]
     for backend in backends:
         for name in methods:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import uuid
 from typing import TYPE_CHECKING
 
 import anyio
 import pytest
+import redis.asyncio
 
-from mocra_core.dedup import LmdbSeenSet, MemorySeenSet, SeenSet
+from mocra_core.dedup import LmdbSeenSet, MemorySeenSet, RedisSeenSet, SeenSet
 
 if TYPE_CHECKING:
     import pathlib
@@ -19,8 +22,18 @@ def fp(n: int) -> bytes:
     return hashlib.blake2b(str(n).encode(), digest_size=16).digest()
 
 
-@pytest.fixture(params=["memory", "lmdb"])
+REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture(params=["memory", "lmdb", "redis"])
 async def seen(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[SeenSet]:
+    if request.param == "redis":
+        namespace = f"mocra-test-{uuid.uuid4().hex}"  # fresh per test, dropped after it
+        async with RedisSeenSet(REDIS_URL, namespace=namespace) as redis_store:
+            yield redis_store
+        async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
+            await raw.delete(f"{namespace}:seen")
+        return
     store: SeenSet = MemorySeenSet() if request.param == "memory" else LmdbSeenSet(tmp_path / "seen")
     async with store:
         yield store

@@ -2,19 +2,24 @@
 
 `Coordination` is the seam (KV values with TTL, gates, compare-and-set, counters, lists, fenced locks,
 leadership); `LocalCoordination` serves the tasks of one process, `LmdbCoordination` the processes of one
-host. `CoordinationLeaseStore` and `CoordinationRunStateStore` put `mocra_dag`'s run guard and run state
-on any of them.
+host, `RedisCoordination` (the `redis` extra, imported on first use) the workers of many hosts.
+`CoordinationLeaseStore` and `CoordinationRunStateStore` put `mocra_dag`'s run guard and run state on any
+of them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._errors import MissingExtra
 from ._dag import CoordinationLeaseStore, CoordinationRunStateStore
 from ._errors import CoordinationError
 from ._lmdb import LmdbCoordination
 from ._local import LocalCoordination
 from ._protocol import MAX_KEY_BYTES, Coordination, LockInfo
+
+if TYPE_CHECKING:
+    from ._redis import RedisCoordination
 
 __all__ = (
     "MAX_KEY_BYTES",
@@ -25,15 +30,34 @@ __all__ = (
     "LmdbCoordination",
     "LocalCoordination",
     "LockInfo",
+    "RedisCoordination",
 )
 
 for _name in __all__:
-    _obj = globals()[_name]
+    _obj = globals().get(_name)  # RedisCoordination comes later, from __getattr__
     if getattr(_obj, "__module__", "").startswith(__name__ + "."):
         _obj.__module__ = __name__
 del _name, _obj
 
+
+def __getattr__(name: str) -> object:
+    """Import `RedisCoordination` on first use, so the package works without the `redis` extra."""
+    if name != "RedisCoordination":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        from ._redis import RedisCoordination
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "redis":
+            raise
+        raise MissingExtra("redis", f"{__name__}.RedisCoordination") from exc
+    RedisCoordination.__module__ = __name__
+    globals()[name] = RedisCoordination
+    return RedisCoordination
+
+
 if TYPE_CHECKING:  # mypy --strict proves that the backends fit the protocol
 
-    def _fits(local: LocalCoordination, lmdb: LmdbCoordination) -> tuple[Coordination, Coordination]:
-        return local, lmdb
+    def _fits(
+        local: LocalCoordination, lmdb: LmdbCoordination, redis: RedisCoordination
+    ) -> tuple[Coordination, Coordination, Coordination]:
+        return local, lmdb, redis
