@@ -7,6 +7,8 @@ The public surface is curated here; subpackages (`http`, `queue`, `download`, `d
 from __future__ import annotations
 
 from ._errors import (
+    BackendError,
+    BackendUnavailable,
     BodyTooLarge,
     ConfigError,
     DownloadError,
@@ -14,6 +16,7 @@ from ._errors import (
     InvalidURL,
     MissingExtra,
     MocraError,
+    PoisonMessage,
     TooManyRedirects,
 )
 from .config import Settings
@@ -26,6 +29,8 @@ __version__ = "0.1.0"
 
 __all__ = (
     "Account",
+    "BackendError",
+    "BackendUnavailable",
     "BodyTooLarge",
     "CallbackSink",
     "ChannelSink",
@@ -47,6 +52,7 @@ __all__ = (
     "MocraError",
     "Module",
     "Node",
+    "PoisonMessage",
     "Progress",
     "Request",
     "Response",
