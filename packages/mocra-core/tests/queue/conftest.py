@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from mocra_core.queue import LmdbQueue, MemoryQueue, MsgpackCodec
+from mocra_core.queue import LmdbQueue, MemoryQueue, MsgpackCodec, RedisStreamsQueue
 
 if TYPE_CHECKING:
     import pathlib
+    from collections.abc import Iterator
 
     from mocra_core.queue import QueueBackend
 
 # A backend is done when `test_conformance.py` passes on it unchanged: add its name here and a branch below
 # that opens a fresh namespace (a new stream prefix / subject / topic set) per test.
-BACKENDS = ["memory", "lmdb"]
+BACKENDS = ["memory", "lmdb", "redis"]
+REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 class OpenBackend(Protocol):
@@ -42,13 +46,29 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def open_backend(backend: str, tmp_path: pathlib.Path) -> OpenBackend:
+def redis_namespace() -> Iterator[str]:
+    """A fresh Redis key prefix; its keys are deleted after the test (sync client: after the test's loop)."""
+    namespace = f"mocra-test-{uuid.uuid4().hex}"
+    yield namespace
+    import redis
+
+    with redis.Redis.from_url(REDIS_URL) as client:
+        if keys := list(client.scan_iter(match=f"{namespace}:*", count=1000)):
+            client.delete(*keys)
+
+
+@pytest.fixture
+def open_backend(backend: str, tmp_path: pathlib.Path, request: pytest.FixtureRequest) -> OpenBackend:
     """Open the backend under test; `options` are constructor options every backend accepts
     (`visibility_timeout`, `max_attempts`; the in-process ones also take `clock` and `wall_clock`)."""
+
+    redis_namespace = request.getfixturevalue("redis_namespace") if backend == "redis" else ""
 
     def open_(**options: Any) -> QueueBackend:
         if backend == "memory":
             return MemoryQueue(**options)
+        if backend == "redis":
+            return RedisStreamsQueue(REDIS_URL, codec=MsgpackCodec(), namespace=redis_namespace, **options)
         return LmdbQueue(tmp_path / "queue", codec=MsgpackCodec(), **options)
 
     return open_

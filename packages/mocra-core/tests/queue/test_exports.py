@@ -14,6 +14,7 @@ def test_queue_exports() -> None:
         "MemoryQueue",
         "MsgpackCodec",
         "QueueBackend",
+        "RedisStreamsQueue",
         "open_queue",
     )
     for name in mocra_core.queue.__all__:

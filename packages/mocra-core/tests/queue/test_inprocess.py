@@ -22,6 +22,13 @@ T = "fetch"
 VISIBILITY = 60.0
 
 
+@pytest.fixture(params=["memory", "lmdb"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Only the in-process backends (overrides conftest's list of every backend)."""
+    name: str = request.param
+    return name
+
+
 @pytest.fixture
 async def queue(open_backend: OpenBackend, clock: FakeClock) -> AsyncIterator[QueueBackend]:
     async with open_backend(visibility_timeout=VISIBILITY, max_attempts=3, clock=clock) as q:

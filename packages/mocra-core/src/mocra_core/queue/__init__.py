@@ -1,13 +1,26 @@
-"""Queues between crawl stages: the `QueueBackend` protocol, its backends and `open_queue`."""
+"""Queues between crawl stages: the `QueueBackend` protocol, its backends and `open_queue`.
+
+Networked backends need their extra and are imported on first use: `RedisStreamsQueue` (`redis`).
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
+from .._errors import MissingExtra
 from ._backend import QueueBackend
 from ._codec import Codec, MsgpackCodec
 from ._delivery import DeadLetter, Delivery
 from ._lmdb import LmdbQueue
 from ._memory import MemoryQueue
 from ._open import open_queue
+
+if TYPE_CHECKING:
+    from ._redis import RedisStreamsQueue
+
+# name -> (module, extra, the driver package a missing extra leaves out)
+_LAZY = {"RedisStreamsQueue": ("._redis", "redis", "redis")}
 
 __all__ = (
     "Codec",
@@ -17,9 +30,27 @@ __all__ = (
     "MemoryQueue",
     "MsgpackCodec",
     "QueueBackend",
+    "RedisStreamsQueue",
     "open_queue",
 )
 
 for _name in __all__:
-    globals()[_name].__module__ = __name__
+    if _name not in _LAZY:
+        globals()[_name].__module__ = __name__
 del _name
+
+
+def __getattr__(name: str) -> object:
+    """Import a networked backend on first use, so the package works without its extra."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, extra, driver = _LAZY[name]
+    try:
+        cls: type = getattr(importlib.import_module(module, __name__), name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != driver:
+            raise
+        raise MissingExtra(extra, f"{__name__}.{name}") from exc
+    cls.__module__ = __name__
+    globals()[name] = cls
+    return cls

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from .._errors import ConfigError
+from .._errors import ConfigError, MissingExtra, redact
 from ._lmdb import LmdbQueue
 from ._memory import MemoryQueue
 
@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = ("open_queue",)
 
-_LATER = ("redis", "nats", "kafka")
+_LATER = ("nats", "kafka")
 
 
 def open_queue(
     url: str,
     *,
     codec: Codec | None = None,
+    namespace: str = "mocra",
     visibility_timeout: float = 300.0,
     max_attempts: int = 5,
     clock: Callable[[], float] = time.monotonic,
@@ -33,28 +34,31 @@ def open_queue(
 
     - `memory://` — a new `MemoryQueue` (each call is a separate queue).
     - `lmdb:///abs/dir` or `lmdb://rel/dir` — an `LmdbQueue` in that directory; needs `codec`.
+    - `redis://host:port/db` or `rediss://...` — a `RedisStreamsQueue` (the `redis` extra); needs `codec`.
 
     Args:
         url: The backend URL (the `queue.url` setting).
         codec: How a durable or remote backend stores payloads; ignored by `memory://`.
+        namespace: Prefix of everything a networked backend creates on its server.
         visibility_timeout: Seconds a delivery may stay unacked before it comes back.
         max_attempts: Deliveries of one message before it is dead-lettered.
-        clock: Monotonic seconds for delays and leases.
-        wall_clock: Epoch seconds for `created` and `failed_at`.
+        clock: Monotonic seconds for delays and leases (in-process backends; servers keep their own).
+        wall_clock: Epoch seconds for `created` and `failed_at` (in-process backends).
 
     Raises:
         ConfigError: the scheme is unknown or its backend not available, the path is missing or in use,
             or a codec is needed and none was given.
+        MissingExtra: the backend's driver is not installed.
 
     Example:
         >>> open_queue("memory://")
         <MemoryQueue topics=0>
         >>> from mocra_core import ConfigError
         >>> try:
-        ...     open_queue("rediss://cache:6379")
+        ...     open_queue("amqp://broker:5672")
         ... except ConfigError as exc:
         ...     print(exc)
-        <code>: queue.url: unknown scheme 'rediss'; expected memory or lmdb
+        <code>: queue.url: unknown scheme 'amqp'; expected memory, lmdb or redis
     """
     scheme, sep, rest = url.partition("://")
     if scheme == "memory" and sep:
@@ -77,6 +81,22 @@ def open_queue(
             clock=clock,
             wall_clock=wall_clock,
         )
+    if scheme in ("redis", "rediss") and sep:
+        if codec is None:
+            raise ConfigError("queue.url", f"a {scheme}:// queue needs a codec for its payloads (codec=...)")
+        try:
+            from ._redis import RedisStreamsQueue
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").partition(".")[0] != "redis":
+                raise
+            raise MissingExtra("redis", f"queue URL {redact(url)!r}") from exc
+        return RedisStreamsQueue(
+            url,
+            codec=codec,
+            namespace=namespace,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+        )
     if scheme in _LATER and sep:
         raise ConfigError("queue.url", f"the {scheme} backend is not available in this version; use memory")
-    raise ConfigError("queue.url", f"unknown scheme {scheme!r}; expected memory or lmdb")
+    raise ConfigError("queue.url", f"unknown scheme {scheme!r}; expected memory, lmdb or redis")

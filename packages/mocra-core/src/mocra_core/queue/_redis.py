@@ -1,0 +1,429 @@
+"""`RedisStreamsQueue`: a `QueueBackend` on Redis Streams, shared by any number of worker processes.
+
+How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
+
+- **Topics and lanes.** One stream per (topic, priority lane), one consumer group per (lane, group);
+  every message is a stream entry holding its msgpack `Envelope` (`e`) and partition key (`k`). A take
+  (one Lua script) reads the lanes highest first with XREADGROUP, so a batch never mixes in a lower
+  lane while a higher one has ready messages.
+- **Leases.** A lease is the entry's place in the group's pending entries list (PEL): its owner (this
+  instance's unique consumer name) and delivery count. `ack` checks both (XPENDING) before XACK+XDEL,
+  so a stale ack, nack or dead-letter does nothing.
+- **Visibility timeout.** Takes sweep the PEL with XAUTOCLAIM (min idle time = `visibility_timeout`,
+  from a cursor kept per lane, at most every `visibility_timeout / 4` seconds and at least every
+  second while something is leased). A claimed entry's delivery count goes up by one, and so does its
+  attempt (`Envelope.attempt + count - 1`); past `max_attempts` it goes to the DLQ.
+- **Nack and delays.** A nack adds a new entry (attempt + 1) to the tail of the lane, or to a sorted set
+  scored by due time (server clock), from which every take first moves due messages to their lanes.
+- **Partition keys.** A hash maps each busy key to the entry that owns it. A keyed entry read while its
+  key belongs to another entry moves (XACK+XDEL) to the key's holding list; when the owner's lease ends,
+  the oldest held message goes back to its lane as the key's new owner. One key is therefore handed
+  out once at a time and in order; an immediate nack keeps the key for the retried message. No lock
+  TTL is needed: every way a lease ends releases the key in the same script, and a key owned by an
+  entry that no longer exists is taken over.
+- **Pending** is exact and cluster-wide: the lane streams' lengths (entries leave only on ack or
+  DLQ), plus the delayed set, plus the held counter, summed by one script.
+- **DLQ** is a stream per topic (`dead_letters` reads it with XRANGE, oldest first; `replay` moves
+  entries back to their lanes with attempt 1). An entry that is not an envelope, or whose payload the
+  codec cannot decode, goes there with the reason instead of being handed out.
+- **Waiting.** Whatever makes messages ready XADDs to the topic's *bell* stream; one task per topic and
+  process blocks on it with XREAD, the other waiting tasks wait for that one (`_redis_bell.Bell`).
+- **Outages.** Every call retries connection errors for up to `reconnect_timeout` seconds (scripts are
+  reloaded, consumer groups recreated), then raises `BackendUnavailable`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import secrets
+import time
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+
+from .._errors import PoisonMessage
+from ._delivery import DeadLetter, Delivery
+from ._envelope import Envelope, pack, unpack
+from ._redis_bell import Bell
+from ._redis_store import RedisStore
+from ._waiters import new_lease_token
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+    from typing import Self
+
+    from ._codec import Codec
+    from ._redis_store import Entry, Where
+
+__all__ = ("RedisStreamsQueue",)
+
+_CHUNK = 1000  # messages per publish script, DLQ entries per replay script
+_POLL = 1.0  # seconds a listener blocks at most (a safety net for changes nobody rang for)
+
+
+def _lane(priority: int) -> str:
+    if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
+        raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
+    return f"{priority + 2**63:016x}"
+
+
+class _Topic:
+    __slots__ = ("bell", "group", "name", "next_sweep", "prefix")
+
+    def __init__(self, name: str, prefix: str) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.group = ""
+        self.next_sweep = 0.0  # event-loop time of the next XAUTOCLAIM sweep
+        self.bell = Bell()
+
+
+class _Lease:
+    __slots__ = ("attempt", "envelope", "state", "where")
+
+    def __init__(self, state: _Topic, where: Where, envelope: Envelope, attempt: int) -> None:
+        self.state = state
+        self.where = where
+        self.envelope = envelope
+        self.attempt = attempt
+
+
+class RedisStreamsQueue:
+    """A `QueueBackend` on Redis Streams (Redis ≥ 6.2), for crawls spread over many processes and hosts.
+
+    Every state change is one Lua script, so it is atomic on the server; time (delays, leases) is the
+    server's. Leases outlive their consumer: if a worker dies, its messages come back to the others
+    after `visibility_timeout` with `attempt + 1`. The queue is as durable as the server (AOF/RDB);
+    without persistence a restart loses the messages and workers carry on with new ones. Scripts touch
+    keys they compute, so Redis Cluster is not supported.
+
+    Args:
+        url: `redis://[user:password@]host:port/db`, or `rediss://...` for TLS.
+        codec: Turns payloads into bytes and back, e.g. `MsgpackCodec(MyStruct)`.
+        namespace: Prefix of every key the queue creates (one per crawl job, say).
+        visibility_timeout: Seconds a delivery may stay unacked before it comes back with `attempt + 1`.
+        max_attempts: Deliveries of one message before a nack or an expired lease dead-letters it.
+        connect_timeout: Seconds to wait for the server when connecting.
+        reconnect_timeout: Seconds a call keeps retrying a lost server before raising `BackendUnavailable`.
+
+    Raises:
+        ConfigError: the URL cannot be parsed.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.queue import MsgpackCodec
+        >>> async def main(url):
+        ...     async with RedisStreamsQueue(url, codec=MsgpackCodec(), namespace="doctest") as queue:
+        ...         await queue.publish("fetch", ["https://example.com/"])
+        ...         [delivery] = await queue.consume("fetch", group="download")
+        ...         await queue.ack([delivery])
+        ...         return delivery.payload, await queue.pending("fetch")
+        >>> anyio.run(main, "redis://127.0.0.1:6379")  # doctest: +SKIP
+        ('https://example.com/', 0)
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        codec: Codec,
+        namespace: str = "mocra",
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        connect_timeout: float = 5.0,
+        reconnect_timeout: float = 30.0,
+    ) -> None:
+        if visibility_timeout <= 0:
+            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        if not namespace:
+            raise ValueError("namespace must not be empty")
+        self.namespace = namespace
+        self.visibility_timeout = visibility_timeout
+        self.max_attempts = max_attempts
+        self._store = RedisStore(url, connect_timeout=connect_timeout, reconnect_timeout=reconnect_timeout)
+        self.url = self._store.url
+        self._codec = codec
+        self._visibility_ms = max(1, math.ceil(visibility_timeout * 1000))
+        self._sweep_every = min(visibility_timeout / 4, _POLL)
+        self._expired = f"lease expired (visibility timeout {visibility_timeout:g} s)"
+        self._ids = map(f"{secrets.token_hex(6)}.{{}}".format, itertools.count(1))
+        self._topics: dict[str, _Topic] = {}
+        self._leases: dict[int, _Lease] = {}
+
+    def __repr__(self) -> str:
+        closed = " closed" if self._store.closed else ""
+        return f"<RedisStreamsQueue {self.url!r} namespace={self.namespace!r}{closed}>"
+
+    async def __aenter__(self) -> Self:
+        """Connect; raises `BackendUnavailable` (naming the URL) when the server cannot be reached."""
+        if self._store.closed:
+            raise anyio.ClosedResourceError
+        try:
+            await self._store.connect()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _topic(self, topic: str) -> _Topic:
+        if self._store.closed:
+            raise anyio.ClosedResourceError
+        state = self._topics.get(topic)
+        if state is None:
+            if not isinstance(topic, str) or not topic or "\0" in topic:
+                raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
+            state = self._topics[topic] = _Topic(topic, f"{self.namespace}:{{{topic}}}:")
+        return state
+
+    async def publish(
+        self,
+        topic: str,
+        payloads: Sequence[object],
+        *,
+        key: str | None = None,
+        priority: int = 0,
+        delay: float = 0.0,
+    ) -> None:
+        """Add `payloads` to `topic`, in order, one script per 1,000 (see `QueueBackend.publish`)."""
+        state = self._topic(topic)
+        if isinstance(payloads, (str, bytes)):
+            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        if not payloads:
+            return
+        lane = _lane(priority)
+        created = time.time()
+        encode, ids = self._codec.encode, self._ids
+        envelopes = [
+            pack(
+                Envelope(
+                    id=next(ids), topic=topic, body=encode(p), created=created, key=key, priority=priority
+                )
+            )
+            for p in payloads
+        ]
+        delay_ms = math.ceil(delay * 1000) if delay > 0 else 0
+        for start in range(0, len(envelopes), _CHUNK):
+            await self._store.publish(state.prefix, lane, delay_ms, key, envelopes[start : start + _CHUNK])
+
+    async def consume(
+        self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
+    ) -> Sequence[Delivery]:
+        """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`)."""
+        state = self._topic(topic)
+        if state.group != group:
+            if state.group:
+                raise ValueError(f"topic {topic!r} is consumed by group {state.group!r}, not {group!r}")
+            state.group = group
+        if max_messages < 1:
+            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        bell = state.bell
+        deadline = anyio.current_time() + wait
+        try:
+            if wait > 0 and bell.listening:  # a local listener found nothing ready: wait for its news
+                if not await self._follow(bell, wait):
+                    return []
+            while True:
+                found, snapshot, pause = await self._take(state, max_messages)
+                remaining = deadline - anyio.current_time()
+                if found or remaining <= 0:
+                    return found
+                if bell.listening:
+                    if not await self._follow(bell, remaining):
+                        return []
+                    continue
+                listen = partial(self._store.listen, state.prefix, snapshot)
+                await bell.listen(listen, min(remaining, pause))
+                if self._store.closed:
+                    raise anyio.ClosedResourceError
+        finally:
+            bell.pass_on()
+
+    async def _follow(self, bell: Bell, seconds: float) -> bool:
+        woken = await bell.follow(seconds)
+        if self._store.closed:
+            raise anyio.ClosedResourceError
+        return woken
+
+    async def _take(self, state: _Topic, n: int) -> tuple[list[Delivery], bytes, float]:
+        """Lease what is ready; also returns the bell's last id and how long to listen at most."""
+        while True:
+            now = anyio.current_time()
+            sweep = now >= state.next_sweep
+            taken = await self._store.take(
+                state.prefix, state.group, n, sweep=sweep, visibility_ms=self._visibility_ms
+            )
+            if sweep:
+                state.next_sweep = now if taken.more else now + self._sweep_every
+            found = [d for d in [await self._delivery(state, e) for e in taken.entries] if d is not None]
+            if found or not (taken.entries or taken.again):
+                break
+        pause = _POLL if taken.due is None else min(_POLL, taken.due + 0.001)
+        if taken.busy:
+            pause = min(pause, max(state.next_sweep - anyio.current_time(), 0.001))
+        return found, taken.bell, pause
+
+    async def _delivery(self, state: _Topic, entry: Entry) -> Delivery | None:
+        """A delivery of a taken entry; poison and over-attempted entries go to the DLQ instead."""
+        where, fields = entry
+        lane, entry_id, count, key = where
+        try:
+            raw = fields.get(b"e")
+            if raw is None:
+                raise PoisonMessage(f"stream entry without an envelope (fields {sorted(fields)!r})")
+            envelope = unpack(raw)
+        except PoisonMessage as exc:
+            garbage = Envelope(
+                id=entry_id.decode(),
+                topic=state.name,
+                body=msgspec.msgpack.encode(fields) if raw is None else raw,
+                created=time.time(),
+                key=None if key is None else key.decode(errors="replace"),
+                priority=int(lane, 16) - 2**63,
+            )
+            await self._bury(state, where, garbage, count, exc.reason)
+            return None
+        attempt = envelope.attempt + count - 1
+        if attempt > self.max_attempts:  # the lease of its last attempt expired
+            reason = f"{self._expired} on attempt {attempt - 1} of {self.max_attempts}"
+            await self._bury(state, where, envelope, attempt - 1, reason)
+            return None
+        try:
+            payload = self._codec.decode(envelope.body)
+        except Exception as exc:  # a poison message: never handed out
+            await self._bury(state, where, envelope, attempt, f"undecodable payload: {exc!r}")
+            return None
+        token = new_lease_token()
+        self._leases[token] = _Lease(state, where, envelope, attempt)
+        return Delivery(
+            envelope.id,
+            state.name,
+            payload,
+            envelope.key,
+            envelope.priority,
+            attempt,
+            envelope.created,
+            token,
+        )
+
+    async def _bury(self, state: _Topic, where: Where, envelope: Envelope, attempt: int, reason: str) -> None:
+        dead = msgspec.structs.replace(envelope, attempt=attempt, reason=reason, failed_at=time.time())
+        await self._store.end(state.prefix, state.group, where, "dead", 0, pack(dead))
+
+    def _end_lease(self, delivery: Delivery) -> _Lease | None:
+        if self._store.closed:
+            raise anyio.ClosedResourceError
+        lease = self._leases.pop(delivery._lease, None)
+        if lease is None or lease.envelope.id != delivery.id:
+            return None  # acked already, or not ours
+        return lease
+
+    async def ack(self, deliveries: Sequence[Delivery]) -> None:
+        """Finish `deliveries`, one script per topic; stale ones are ignored (see `QueueBackend.ack`)."""
+        by_topic: dict[_Topic, list[Where]] = {}
+        for delivery in deliveries:
+            lease = self._end_lease(delivery)
+            if lease is not None:
+                by_topic.setdefault(lease.state, []).append(lease.where)
+        for state, leases in by_topic.items():
+            await self._store.ack(state.prefix, state.group, leases)
+
+    async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
+        """Hand `delivery` back for a later attempt, or to the DLQ (see `QueueBackend.nack`)."""
+        lease = self._end_lease(delivery)
+        if lease is None:
+            return
+        state, attempt = lease.state, lease.attempt
+        if attempt >= self.max_attempts:
+            reason = f"{reason or 'nacked'} on attempt {attempt} of {self.max_attempts}"
+            await self._bury(state, lease.where, lease.envelope, attempt, reason)
+            return
+        again = pack(msgspec.structs.replace(lease.envelope, attempt=attempt + 1))
+        mode, delay_ms = ("later", math.ceil(delay * 1000)) if delay > 0 else ("now", 0)
+        await self._store.end(state.prefix, state.group, lease.where, mode, delay_ms, again)
+
+    async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
+        """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""
+        lease = self._end_lease(delivery)
+        if lease is not None:
+            await self._bury(lease.state, lease.where, lease.envelope, lease.attempt, reason)
+
+    async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
+        """Read up to `limit` dead letters of `topic`, oldest first."""
+        state = self._topic(topic)
+        if limit <= 0:
+            return []
+        letters = []
+        for entry, fields in await self._store.dead_letters(state.prefix, "-", limit):
+            try:
+                envelope = unpack(fields.get(b"e", b""))
+            except PoisonMessage as exc:  # written there by someone else
+                letters.append(DeadLetter(entry.decode(), topic, fields, None, 0, exc.reason, 0.0))
+                continue
+            try:
+                payload = self._codec.decode(envelope.body)
+            except Exception:
+                payload = envelope.body
+            letters.append(
+                DeadLetter(
+                    envelope.id,
+                    topic,
+                    payload,
+                    envelope.key,
+                    envelope.attempt,
+                    envelope.reason or "",
+                    envelope.failed_at or 0.0,
+                    envelope.priority,
+                    envelope.created,
+                )
+            )
+        return letters
+
+    async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
+        """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
+        state = self._topic(topic)
+        chosen = None if ids is None else set(ids)
+        start, moved = "-", 0
+        while True:
+            page = await self._store.dead_letters(state.prefix, start, _CHUNK)
+            items = []
+            for entry, fields in page:
+                try:
+                    envelope = unpack(fields.get(b"e", b""))
+                except PoisonMessage:
+                    continue  # not ours to replay
+                if chosen is None or envelope.id in chosen:
+                    fresh = msgspec.structs.replace(envelope, attempt=1, reason=None, failed_at=None)
+                    items.append((entry, _lane(envelope.priority), envelope.key, pack(fresh)))
+            if items:
+                moved += await self._store.replay(state.prefix, items)
+            if len(page) < _CHUNK:
+                return moved
+            start = "(" + page[-1][0].decode()
+
+    async def pending(self, topic: str) -> int:
+        """Messages of `topic` ready, delayed, held for their key or leased, across all workers."""
+        return await self._store.pending(self._topic(topic).prefix)
+
+    async def aclose(self) -> None:
+        """Close the connections; leases still held come back to other consumers after the timeout."""
+        if self._store.closed:
+            return
+        self._store.closed = True
+        for state in self._topics.values():
+            state.bell.close()
+        self._leases.clear()
+        await self._store.close()

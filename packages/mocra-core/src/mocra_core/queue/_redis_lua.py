@@ -1,0 +1,325 @@
+r"""The Lua scripts behind `RedisStreamsQueue`: every state change of a message is one atomic script.
+
+Keys of one topic share the prefix `P = "{namespace}:{" + topic + "}:"` (the braces make it a Redis
+Cluster hash tag, so all keys of a topic would live in one slot). `L` is a lane: the priority shifted to
+an unsigned 64-bit number in 16 hex digits, so lanes sort by priority as strings.
+
+```
+P lanes          ZSET  L (score 0; ZREVRANGE = highest priority first)
+P q: L           STREAM  one entry per ready or leased message: e=<Envelope>, k=<partition key>
+                   consumer group = the consuming stage's group; the PEL holds the leases
+P delayed        ZSET  score = due time (server ms), member = seq(16 hex) + cmsgpack{L, key|false, env}
+P keys           HASH  partition key -> L + entry id of the message that owns the key (leased or next)
+P held: key      LIST  L + env of messages waiting for their key, oldest first
+P held           STRING  how many messages all `held:` lists hold (for `pending`)
+P dseq           STRING  counter that orders delayed messages with the same due time
+P cursors        HASH  L + group -> where the next XAUTOCLAIM of that lane starts
+P dlq            STREAM  e=<Envelope with reason and failed_at>, oldest first
+P bell           STREAM  n=<messages that became ready>; waiting consumers block on it (XREAD)
+```
+
+A lease is the PEL entry of a stream entry: its owner (consumer) and delivery count. A delivery is
+current while the PEL still has its entry with the same owner and count; an ack, nack or dead-letter
+of anything else is stale and does nothing.
+"""
+
+from __future__ import annotations
+
+__all__ = ("ACK", "END", "PENDING", "PUBLISH", "REPLAY", "TAKE")
+
+_PRELUDE = """
+local P = ARGV[1]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function ring(n)
+  redis.call('XADD', P .. 'bell', 'MAXLEN', '~', 64, '*', 'n', n)
+end
+local function add(lane, env, key)
+  if key then
+    return redis.call('XADD', P .. 'q:' .. lane, '*', 'e', env, 'k', key)
+  end
+  return redis.call('XADD', P .. 'q:' .. lane, '*', 'e', env)
+end
+local function delay(due, lane, key, env)
+  local seq = redis.call('INCR', P .. 'dseq')
+  redis.call('ZADD', P .. 'delayed', due, string.format('%016x', seq) .. cmsgpack.pack({lane, key, env}))
+end
+-- The lease `ref` of `key` ended: the key's oldest held message becomes its owner and goes back to its
+-- lane (returns 1), or the key is free (returns 0).
+local function release(key, ref)
+  if redis.call('HGET', P .. 'keys', key) ~= ref then
+    return 0
+  end
+  local rec = redis.call('LPOP', P .. 'held:' .. key)
+  if rec then
+    redis.call('DECR', P .. 'held')
+    local lane = string.sub(rec, 1, 16)
+    redis.call('HSET', P .. 'keys', key, lane .. add(lane, string.sub(rec, 17), key))
+    return 1
+  end
+  redis.call('HDEL', P .. 'keys', key)
+  return 0
+end
+local function owned(stream, group, consumer, id, count)
+  local p = redis.pcall('XPENDING', stream, group, id, id, 1, consumer)
+  return type(p) == 'table' and p.err == nil and p[1] ~= nil and p[1][4] == tonumber(count)
+end
+"""
+
+PUBLISH = (
+    _PRELUDE
+    + """
+-- ARGV: P, lane, delay ms (0: none), has key (0/1), key, envelopes...
+local lane, ms = ARGV[2], tonumber(ARGV[3])
+local key = ARGV[4] == '1' and ARGV[5]
+redis.call('ZADD', P .. 'lanes', 'NX', 0, lane)
+if ms > 0 then
+  local due = now_ms() + ms
+  for i = 6, #ARGV do
+    delay(due, lane, key, ARGV[i])
+  end
+  ring(0)
+else
+  for i = 6, #ARGV do
+    add(lane, ARGV[i], key)
+  end
+  ring(#ARGV - 5)
+end
+return #ARGV - 5
+"""
+)
+
+TAKE = (
+    _PRELUDE
+    + """
+-- ARGV: P, group, consumer, n, sweep (0/1), visibility ms, scan limit
+-- Returns {entries (lane, id, delivery count, fields)..., again, more, due in ms (-1: none), busy, bell id}
+local group, consumer = ARGV[2], ARGV[3]
+local n, sweep, vt, limit = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
+local now = now_ms()
+local out, got, rung, more, scanned = {}, 0, 0, 0, 0
+local function field(fields, name)
+  for i = 1, #fields, 2 do
+    if fields[i] == name then
+      return fields[i + 1]
+    end
+  end
+  return false
+end
+local function emit(lane, id, count, fields)
+  out[#out + 1] = lane
+  out[#out + 1] = id
+  out[#out + 1] = count
+  out[#out + 1] = fields
+  got = got + 1
+end
+local function gone(ref)
+  local id = string.sub(ref, 17)
+  return #redis.call('XRANGE', P .. 'q:' .. string.sub(ref, 1, 16), id, id) == 0
+end
+
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', now, 'LIMIT', 0, limit)) do
+  local r = cmsgpack.unpack(string.sub(m, 17))
+  redis.call('ZADD', P .. 'lanes', 'NX', 0, r[1])
+  add(r[1], r[3], r[2])
+  redis.call('ZREM', P .. 'delayed', m)
+  rung = rung + 1
+end
+local lanes = redis.call('ZREVRANGE', P .. 'lanes', 0, -1)
+
+if sweep then
+  for _, lane in ipairs(lanes) do
+    if got >= n then
+      more = 1
+      break
+    end
+    local s = P .. 'q:' .. lane
+    local at = lane .. group
+    local r = redis.pcall('XAUTOCLAIM', s, group, consumer, vt,
+      redis.call('HGET', P .. 'cursors', at) or '0-0', 'COUNT', n - got)
+    if type(r) == 'table' and r.err == nil then
+      if r[1] ~= '0-0' then
+        more = 1
+      end
+      redis.call('HSET', P .. 'cursors', at, r[1])
+      for _, e in ipairs(r[2]) do
+        if type(e) == 'table' and type(e[2]) == 'table' then
+          local key = field(e[2], 'k')
+          if key and not redis.call('HGET', P .. 'keys', key) then
+            redis.call('HSET', P .. 'keys', key, lane .. e[1])
+          end
+          emit(lane, e[1], redis.call('XPENDING', s, group, e[1], e[1], 1)[1][4], e[2])
+        end
+      end
+    end
+  end
+end
+
+for _, lane in ipairs(lanes) do
+  if got >= n or scanned >= limit then
+    break
+  end
+  local s = P .. 'q:' .. lane
+  while got < n and scanned < limit do
+    local want = n - got
+    local r = redis.pcall('XREADGROUP', 'GROUP', group, consumer, 'COUNT', want, 'STREAMS', s, '>')
+    if type(r) == 'table' and r.err then
+      redis.call('XGROUP', 'CREATE', s, group, '0', 'MKSTREAM')
+      r = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', want, 'STREAMS', s, '>')
+    end
+    if not r then
+      break
+    end
+    local entries = r[1][2]
+    for _, e in ipairs(entries) do
+      scanned = scanned + 1
+      local id, fields = e[1], e[2]
+      local key, env = field(fields, 'k'), field(fields, 'e')
+      if key and env then
+        local ref = lane .. id
+        local owner = redis.call('HGET', P .. 'keys', key)
+        if owner and owner ~= ref and gone(owner) then
+          rung = rung + release(key, owner)
+          owner = redis.call('HGET', P .. 'keys', key)
+        end
+        if owner and owner ~= ref then
+          redis.call('RPUSH', P .. 'held:' .. key, lane .. env)
+          redis.call('INCR', P .. 'held')
+          redis.call('XACK', s, group, id)
+          redis.call('XDEL', s, id)
+        else
+          if not owner then
+            redis.call('HSET', P .. 'keys', key, ref)
+          end
+          emit(lane, id, 1, fields)
+        end
+      else
+        emit(lane, id, 1, fields)
+      end
+    end
+    if #entries < want then
+      break
+    end
+  end
+end
+
+if rung > 0 then
+  ring(rung)
+end
+local again, due, busy, bell = 0, -1, 0, '0-0'
+if got == 0 then
+  if scanned >= limit then
+    again = 1
+  end
+  local first = redis.call('ZRANGE', P .. 'delayed', 0, 0, 'WITHSCORES')
+  if first[2] then
+    due = math.max(tonumber(first[2]) - now, 0)
+  end
+  for _, lane in ipairs(lanes) do
+    if redis.call('XLEN', P .. 'q:' .. lane) > 0 then
+      busy = 1
+      break
+    end
+  end
+  local last = redis.call('XREVRANGE', P .. 'bell', '+', '-', 'COUNT', 1)
+  if last[1] then
+    bell = last[1][1]
+  end
+end
+return {out, again, more, due, busy, bell}
+"""
+)
+
+ACK = (
+    _PRELUDE
+    + """
+-- ARGV: P, group, consumer, then per delivery: lane, entry id, delivery count, has key (0/1), key
+local group, consumer = ARGV[2], ARGV[3]
+local rung = 0
+for i = 4, #ARGV, 5 do
+  local lane, id = ARGV[i], ARGV[i + 1]
+  local s = P .. 'q:' .. lane
+  if owned(s, group, consumer, id, ARGV[i + 2]) then
+    redis.call('XACK', s, group, id)
+    redis.call('XDEL', s, id)
+    if ARGV[i + 3] == '1' then
+      rung = rung + release(ARGV[i + 4], lane .. id)
+    end
+  end
+end
+if rung > 0 then
+  ring(rung)
+end
+return rung
+"""
+)
+
+END = (
+    _PRELUDE
+    + """
+-- ARGV: P, group, consumer, lane, entry id, delivery count, has key (0/1), key, mode, delay ms, envelope
+-- mode 'now': back to the tail of its lane (keeps its key); 'later': delayed; 'dead': to the DLQ.
+local group, consumer, lane, id = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local s = P .. 'q:' .. lane
+if not owned(s, group, consumer, id, ARGV[6]) then
+  return 0
+end
+redis.call('XACK', s, group, id)
+redis.call('XDEL', s, id)
+local key = ARGV[7] == '1' and ARGV[8]
+local ref = lane .. id
+local mode, env = ARGV[9], ARGV[11]
+if mode == 'now' then
+  local new = add(lane, env, key)
+  if key and redis.call('HGET', P .. 'keys', key) == ref then
+    redis.call('HSET', P .. 'keys', key, lane .. new)
+  end
+  ring(1)
+  return 1
+end
+if mode == 'later' then
+  delay(now_ms() + tonumber(ARGV[10]), lane, key, env)
+else
+  redis.call('XADD', P .. 'dlq', '*', 'e', env)
+end
+local rung = 0
+if key then
+  rung = release(key, ref)
+end
+if rung > 0 or mode == 'later' then
+  ring(rung)
+end
+return 1
+"""
+)
+
+REPLAY = (
+    _PRELUDE
+    + """
+-- ARGV: P, then per message: DLQ entry id, lane, has key (0/1), key, envelope
+local moved = 0
+for i = 2, #ARGV, 5 do
+  if redis.call('XDEL', P .. 'dlq', ARGV[i]) == 1 then
+    redis.call('ZADD', P .. 'lanes', 'NX', 0, ARGV[i + 1])
+    add(ARGV[i + 1], ARGV[i + 4], ARGV[i + 2] == '1' and ARGV[i + 3])
+    moved = moved + 1
+  end
+end
+if moved > 0 then
+  ring(moved)
+end
+return moved
+"""
+)
+
+PENDING = """
+-- ARGV: P.  Ready and leased (stream entries), delayed and held messages.
+local P = ARGV[1]
+local total = redis.call('ZCARD', P .. 'delayed') + tonumber(redis.call('GET', P .. 'held') or '0')
+for _, lane in ipairs(redis.call('ZRANGE', P .. 'lanes', 0, -1)) do
+  total = total + redis.call('XLEN', P .. 'q:' .. lane)
+end
+return total
+"""

@@ -1,0 +1,205 @@
+"""`RedisStore`: the Redis side of `RedisStreamsQueue`: the connection pool, typed script calls, retries."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import secrets
+import socket
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
+
+import anyio
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from .._errors import BackendError, BackendUnavailable, ConfigError, redact
+from ._redis_lua import ACK, END, PENDING, PUBLISH, REPLAY, TAKE
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+__all__ = ("Entry", "RedisStore", "Taken", "Where")
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SCAN_LIMIT = 1000  # stream entries one take reads (or delayed messages it moves) at most
+_RETRYABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+Where = tuple[bytes, bytes, int, "bytes | None"]
+"""A lease on the server: lane, stream entry id, delivery count and the entry's partition key field."""
+
+StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+class Entry(NamedTuple):
+    """A stream entry a take leased: where it is, and its fields (`e`: envelope, `k`: key)."""
+
+    where: Where
+    fields: dict[bytes, bytes]
+
+
+class Taken(NamedTuple):
+    """What a take found, and (when it found nothing) what a waiting consumer needs to know."""
+
+    entries: list[Entry]
+    again: bool  # it stopped at the scan limit: take again at once
+    more: bool  # the XAUTOCLAIM sweep did not finish: sweep again on the next take
+    due: float | None  # seconds until the first delayed message is due
+    busy: bool  # something is leased (a lease may expire)
+    bell: bytes  # the bell's last entry id: listen for rings after it
+
+
+class RedisStore:
+    """One Redis connection pool and the scripts of `_redis_lua.py`, with retries on connection errors.
+
+    Every call retries connection errors (and a server still loading its data) with backoff for up to
+    `reconnect_timeout` seconds, then raises `BackendUnavailable`; other server errors raise
+    `BackendError`. After `close`, calls raise `anyio.ClosedResourceError`.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: float, reconnect_timeout: float) -> None:
+        self.url = redact(url)
+        self.closed = False
+        self.consumer = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._connect_timeout = connect_timeout
+        self._reconnect_timeout = reconnect_timeout
+        try:
+            self._redis = aioredis.Redis.from_url(
+                url,
+                protocol=2,
+                socket_connect_timeout=connect_timeout,
+                retry=Retry(NoBackoff(), 1),  # a stale pooled connection; `_run` retries the rest
+            )
+        except ValueError as exc:
+            raise ConfigError("queue.url", f"{self.url!r}: {exc}") from None
+        register = self._redis.register_script
+        self._publish, self._take, self._ack = register(PUBLISH), register(TAKE), register(ACK)
+        self._end, self._replay, self._pending = register(END), register(REPLAY), register(PENDING)
+
+    async def connect(self) -> None:
+        """Check that the server answers and is recent enough.
+
+        Raises:
+            BackendUnavailable: it does not answer within `connect_timeout` seconds.
+            BackendError: it is older than Redis 6.2.
+        """
+        try:
+            with anyio.fail_after(self._connect_timeout + 1):
+                info = await self._redis.info("server")
+        except (RedisError, OSError, TimeoutError) as exc:
+            raise BackendUnavailable("redis", self.url, f"cannot connect: {exc or 'timed out'}") from exc
+        version = tuple(int(x) for x in str(info.get("redis_version", "0.0")).split(".")[:2])
+        if version < (6, 2):
+            raise BackendError("redis", self.url, f"needs Redis 6.2 or later (XAUTOCLAIM), found {version}")
+
+    async def close(self) -> None:
+        """Close every connection, including those of blocked calls."""
+        self.closed = True
+        with anyio.CancelScope(shield=True):
+            await self._redis.aclose()
+
+    async def _run(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Await `call()`, retrying connection errors for up to `reconnect_timeout` seconds."""
+        failing_since: float | None = None
+        pause = 0.05
+        while True:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            try:
+                result = await call()
+            except _RETRYABLE as exc:
+                now = anyio.current_time()
+                if failing_since is None:
+                    failing_since = now
+                    logger.warning("redis at %s unreachable, retrying: %s", self.url, exc)
+                elif now - failing_since >= self._reconnect_timeout:
+                    problem = f"unreachable for {self._reconnect_timeout:g} s: {exc}"
+                    raise BackendUnavailable("redis", self.url, problem) from exc
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 1.0)
+                continue
+            except RedisError as exc:
+                raise BackendError("redis", self.url, str(exc)) from exc
+            if failing_since is not None:
+                logger.info("redis at %s reachable again", self.url)
+            return result
+
+    async def _script(self, script: Any, args: list[Any]) -> Any:
+        return await self._run(partial(script, args=args))
+
+    async def publish(
+        self, prefix: str, lane: str, delay_ms: int, key: str | None, envelopes: Sequence[bytes]
+    ) -> None:
+        """Append envelopes to a lane (or the delayed set) in one script."""
+        await self._script(self._publish, [prefix, lane, delay_ms, *_key(key), *envelopes])
+
+    async def take(self, prefix: str, group: str, n: int, *, sweep: bool, visibility_ms: int) -> Taken:
+        """Lease up to `n` entries, highest lane first (XAUTOCLAIM expired ones first if `sweep`)."""
+        args = [prefix, group, self.consumer, n, int(sweep), visibility_ms, SCAN_LIMIT]
+        flat, again, more, due, busy, bell = await self._script(self._take, args)
+        entries = []
+        for i in range(0, len(flat), 4):
+            fields = dict(zip(flat[i + 3][::2], flat[i + 3][1::2], strict=False))
+            entries.append(Entry((flat[i], flat[i + 1], flat[i + 2], fields.get(b"k")), fields))
+        return Taken(entries, bool(again), bool(more), None if due < 0 else due / 1000, bool(busy), bell)
+
+    async def ack(self, prefix: str, group: str, leases: Sequence[Where]) -> None:
+        """End leases that are still current: their entries are gone, their keys released."""
+        args: list[Any] = [prefix, group, self.consumer]
+        for lane, entry, count, key in leases:
+            args += [lane, entry, count, *_key(key)]
+        await self._script(self._ack, args)
+
+    async def end(
+        self, prefix: str, group: str, lease: Where, mode: str, delay_ms: int, envelope: bytes
+    ) -> None:
+        """End a lease if still current: `envelope` goes to its lane (`now`), `later` or the DLQ (`dead`)."""
+        lane, entry, count, key = lease
+        args = [prefix, group, self.consumer, lane, entry, count, *_key(key), mode, delay_ms, envelope]
+        await self._script(self._end, args)
+
+    async def replay(self, prefix: str, items: Sequence[tuple[bytes, str, str | None, bytes]]) -> int:
+        """Move DLQ entries (entry id, lane, key, fresh envelope) back to their lanes; how many moved."""
+        args: list[Any] = [prefix]
+        for entry, lane, key, envelope in items:
+            args += [entry, lane, *_key(key), envelope]
+        return int(await self._script(self._replay, args))
+
+    async def pending(self, prefix: str) -> int:
+        """Messages of a topic in its lanes, delayed set and holding lists."""
+        return int(await self._script(self._pending, [prefix]))
+
+    async def dead_letters(self, prefix: str, start: str, count: int) -> StreamEntries:
+        """Up to `count` DLQ entries from `start` (an entry id, `(`id for after it, or `-`)."""
+        xrange = partial(self._redis.xrange, prefix + "dlq", min=start, count=count)
+        return cast("StreamEntries", await self._run(xrange))
+
+    async def listen(self, prefix: str, snapshot: bytes, seconds: float) -> int:
+        """Block up to `seconds` on the bell after `snapshot`; messages rung, or -1 (none, or an outage)."""
+        try:
+            reply: Any = await self._redis.xread(
+                {prefix + "bell": snapshot}, block=max(1, math.ceil(seconds * 1000))
+            )
+        except _RETRYABLE:
+            if not self.closed:
+                await anyio.sleep(min(seconds, 0.25))  # the next take retries, and reports an outage
+            return -1
+        except RedisError as exc:
+            raise BackendError("redis", self.url, str(exc)) from exc
+        if not reply:
+            return -1
+        # RESP2: [[name, entries]]; RESP3 (if the URL asks for it): {name: [entries]}
+        streams = [e for v in reply.values() for e in v] if isinstance(reply, dict) else [s[1] for s in reply]
+        return sum(int(fields.get(b"n", 0)) for entries in streams for _, fields in entries)
+
+
+def _key(key: str | bytes | None) -> tuple[str, str | bytes]:
+    return ("0", "") if key is None else ("1", key)
