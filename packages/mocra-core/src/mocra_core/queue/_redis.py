@@ -260,17 +260,19 @@ class RedisStreamsQueue:
 
     async def _take(self, state: _Topic, n: int) -> tuple[list[Delivery], bytes, float]:
         """Lease what is ready; also returns the bell's last id and how long to listen at most."""
+        found: list[Delivery] = []
         while True:
             now = anyio.current_time()
             sweep = now >= state.next_sweep
             taken = await self._store.take(
-                state.prefix, state.group, n, sweep=sweep, visibility_ms=self._visibility_ms
+                state.prefix, state.group, n - len(found), sweep=sweep, visibility_ms=self._visibility_ms
             )
             if sweep:
                 state.next_sweep = now if taken.more else now + self._sweep_every
-            found = [d for d in [await self._delivery(state, e) for e in taken.entries] if d is not None]
-            if found or not (taken.entries or taken.again):
-                break
+            new = [d for d in [await self._delivery(state, e) for e in taken.entries] if d is not None]
+            found += new
+            if len(found) == n or not (taken.again or len(new) < len(taken.entries)):
+                break  # take again at the scan limit, or after dead-lettering (which may free a key)
         pause = _POLL if taken.due is None else min(_POLL, taken.due + 0.001)
         if taken.busy:
             pause = min(pause, max(state.next_sweep - anyio.current_time(), 0.001))

@@ -1,0 +1,341 @@
+"""What only the Redis Streams backend does: several instances (workers) on one queue, foreign bytes on
+the wire, an unreachable or restarted server. Each test uses a fresh namespace on the Redis of conftest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import msgspec
+import pytest
+import redis.asyncio as aioredis
+
+from mocra_core import BackendUnavailable
+from mocra_core.queue import MsgpackCodec, RedisStreamsQueue, open_queue
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from mocra_core.queue import Delivery
+
+pytestmark = pytest.mark.anyio
+
+REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")  # as in conftest.py
+T = "fetch"
+LANE0 = f"{2**63:016x}"  # the stream of priority 0 is `{namespace}:{topic}:q:{LANE0}`
+
+
+@pytest.fixture
+def namespace(redis_namespace: str) -> str:
+    return redis_namespace
+
+
+def open_(namespace: str, url: str = REDIS_URL, **options: Any) -> RedisStreamsQueue:
+    return RedisStreamsQueue(url, codec=MsgpackCodec(), namespace=namespace, **options)
+
+
+async def take(queue: RedisStreamsQueue, n: int = 1, *, wait: float = 0.0) -> list[Delivery]:
+    return list(await queue.consume(T, group="workers", max_messages=n, wait=wait))
+
+
+@asynccontextmanager
+async def native(url: str = REDIS_URL) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+# ----------------------------------------------------------------------------------------------- wire
+
+
+async def test_garbage_written_to_a_stream_is_dead_lettered_and_never_handed_out(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        stream = f"{namespace}:{{{T}}}:q:{LANE0}"
+        await queue.publish(T, ["before"])
+        async with native() as client:
+            await client.xadd(stream, {"e": b"\xc1 not msgpack"})
+            await client.xadd(stream, {"something": "else"})
+            await client.xadd(stream, {"e": b"\x92\x01\x02", "k": "site"})  # msgpack, not an envelope
+        await queue.publish(T, ["after"], key="site")
+        assert await queue.pending(T) == 5
+        got = await take(queue, 10)
+        assert [d.payload for d in got] == ["before", "after"]  # the key was not left locked
+        assert await queue.pending(T) == 2
+        letters = await queue.dead_letters(T)
+        assert len(letters) == 3
+        assert all("undecodable envelope" in x.reason or "without an envelope" in x.reason for x in letters)
+        assert letters[0].payload == b"\xc1 not msgpack"
+        assert (letters[2].key, letters[2].attempt) == ("site", 1)
+        await queue.ack(got)
+        assert await queue.pending(T) == 0
+
+
+async def test_a_payload_the_codec_rejects_is_dead_lettered_with_the_reason(namespace: str) -> None:
+    async with open_(namespace) as writer:
+        await writer.publish(T, ["not an int", 7])
+    async with RedisStreamsQueue(REDIS_URL, codec=MsgpackCodec(int), namespace=namespace) as reader:
+        [d] = await take(reader, 10)
+        assert d.payload == 7
+        [dead] = await reader.dead_letters(T)
+        assert "undecodable payload" in dead.reason
+        assert dead.payload == MsgpackCodec().encode("not an int")  # raw bytes: the codec cannot read them
+        await reader.ack([d])
+        assert await reader.pending(T) == 0
+
+
+async def test_an_envelope_from_a_newer_version_is_still_read(namespace: str) -> None:
+    codec = MsgpackCodec()
+    newer = {"id": "n1", "topic": T, "body": codec.encode("hi"), "created": 5.0, "v": 2, "trace": [1, 2]}
+    async with open_(namespace) as queue:
+        await queue.publish(T, ["old"])  # a newer node publishes with the same script: the lane is known
+        async with native() as client:
+            await client.xadd(f"{namespace}:{{{T}}}:q:{LANE0}", {"e": msgspec.msgpack.encode(newer)})
+        old, new = await take(queue, 2)
+        assert (new.id, new.payload, new.created, new.attempt) == ("n1", "hi", 5.0, 1)
+
+
+async def test_every_key_lives_under_the_namespace(namespace: str) -> None:
+    async with open_(namespace, visibility_timeout=0.1) as queue:
+        await queue.publish(T, ["a", "b"], key="k", priority=3)
+        await queue.publish(T, ["c"], delay=0.05)
+        a, *_ = await take(queue, 5)
+        await queue.dead_letter(a, reason="x")
+        await take(queue, 5, wait=0.3)
+    async with native() as client:
+        keys = [k async for k in client.scan_iter(match=f"*{namespace}*")]
+    assert keys and all(k.startswith(f"{namespace}:{{{T}}}:".encode()) for k in keys)
+
+
+# ------------------------------------------------------------------------------------ many workers
+
+
+async def test_a_dead_workers_lease_reaches_another_worker_with_the_next_attempt(namespace: str) -> None:
+    async with open_(namespace, visibility_timeout=0.3) as survivor:
+        async with open_(namespace, visibility_timeout=0.3) as doomed:
+            await doomed.publish(T, ["x"])
+            await doomed.publish(T, ["k1", "k2"], key="k")
+            leased = await take(doomed, 3)
+            assert [d.payload for d in leased] == ["x", "k1"]
+        # `doomed` is gone without acking; its leases come back, its key is still its message's
+        with anyio.fail_after(5):
+            back = await take(survivor, 10, wait=5)
+        assert sorted((d.payload, d.attempt) for d in back) == [("k1", 2), ("x", 2)]  # k2 waits for k1
+        await survivor.ack(back)
+        [k2] = await take(survivor, 10)
+        assert (k2.payload, k2.key, k2.attempt) == ("k2", "k", 1)
+        await survivor.ack([k2])
+        assert await survivor.pending(T) == 0
+
+
+async def test_a_key_is_held_across_workers_and_its_release_wakes_the_other(namespace: str) -> None:
+    async with open_(namespace) as a, open_(namespace) as b:
+        await a.publish(T, ["k1", "k2"], key="site")
+        [k1] = await take(a)
+        assert await take(b, 10) == []
+        assert await a.pending(T) == await b.pending(T) == 2
+        got: list[Delivery] = []
+
+        async def consumer() -> None:
+            got.extend(await take(b, 10, wait=30))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(consumer)
+                await anyio.sleep(0.05)
+                await a.ack([k1])
+        assert [d.payload for d in got] == ["k2"]
+        await b.ack(got)
+        assert await a.pending(T) == 0
+
+
+async def test_workers_of_two_instances_share_a_topic(namespace: str) -> None:
+    async with open_(namespace) as a, open_(namespace) as b:
+        await a.publish(T, list(range(30)))
+        seen: dict[str, list[object]] = {"a": [], "b": []}
+
+        async def worker(name: str, queue: RedisStreamsQueue) -> None:
+            while batch := await take(queue, 2, wait=0.2):
+                seen[name] += [d.payload for d in batch]
+                await anyio.sleep(0.002)
+                await queue.ack(batch)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(worker, "a", a)
+                tg.start_soon(worker, "b", b)
+        assert seen["a"] and seen["b"]
+        assert sorted(seen["a"] + seen["b"]) == list(range(30))  # type: ignore[type-var]
+
+
+async def test_many_waiting_consumers_of_one_instance_all_get_woken(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        got: list[Delivery] = []
+
+        async def consumer() -> None:
+            got.extend(await take(queue, wait=30))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for _ in range(20):
+                    tg.start_soon(consumer)
+                await anyio.sleep(0.1)
+                async with open_(namespace) as publisher:  # another process, as far as Redis knows
+                    for i in range(0, 20, 4):
+                        await publisher.publish(T, list(range(i, i + 4)))
+        assert sorted(d.payload for d in got) == list(range(20))  # type: ignore[type-var]
+
+
+async def test_close_wakes_the_listener_and_every_follower(namespace: str) -> None:
+    errors: list[BaseException] = []
+    async with open_(namespace) as queue:
+
+        async def consumer() -> None:
+            try:
+                await take(queue, wait=30)
+            except anyio.ClosedResourceError as exc:
+                errors.append(exc)
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                for _ in range(3):
+                    tg.start_soon(consumer)
+                await anyio.sleep(0.1)
+                await queue.aclose()
+    assert len(errors) == 3
+
+
+async def test_many_messages_held_for_one_key_do_not_hide_others(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        await queue.publish(T, list(range(1500)), key="busy")  # more than one take scans
+        await queue.publish(T, ["free"])
+        [first] = await take(queue)
+        assert first.payload == 0
+        with anyio.fail_after(5):
+            [free] = await take(queue, 5)
+        assert free.payload == "free"
+        assert await queue.pending(T) == 1501
+
+
+async def test_one_group_per_topic_and_instance(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        await queue.consume(T, group="a", wait=0)
+        with pytest.raises(ValueError, match="consumed by group 'a'"):
+            await queue.consume(T, group="b", wait=0)
+
+
+# ---------------------------------------------------------------------------------- server trouble
+
+
+async def test_an_unreachable_server_is_reported_promptly_with_the_url_redacted() -> None:
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    start = anyio.current_time()
+    with pytest.raises(BackendUnavailable) as caught:
+        async with open_("unused", url, connect_timeout=1.0):
+            pass
+    assert anyio.current_time() - start < 5
+    assert caught.value.backend == "redis"
+    assert "127.0.0.1" in str(caught.value) and "secret" not in str(caught.value)
+
+
+async def test_open_queue_gives_a_redis_queue(namespace: str) -> None:
+    queue = open_queue(REDIS_URL, codec=MsgpackCodec(), namespace=namespace, visibility_timeout=7)
+    assert isinstance(queue, RedisStreamsQueue)
+    assert (queue.namespace, queue.visibility_timeout) == (namespace, 7)
+    async with queue:
+        await queue.publish(T, ["x"])
+        assert await queue.pending(T) == 1
+
+
+class Server:
+    """A redis-server of our own (no persistence) that a test may stop and start again."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._process: anyio.abc.Process | None = None
+
+    async def start(self) -> None:
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        self._process = await anyio.open_process([*command, "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        async with native(self.url) as client:
+            with anyio.fail_after(10):
+                while True:
+                    try:
+                        await client.ping()
+                        return
+                    except OSError:
+                        await anyio.sleep(0.02)
+                    except aioredis.ConnectionError:
+                        await anyio.sleep(0.02)
+
+    async def stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            await self._process.wait()
+            await self._process.aclose()
+            self._process = None
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs the redis-server binary")
+    server = Server()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def test_a_worker_reconnects_after_the_server_restarts(server: Server) -> None:
+    await server.start()
+    async with open_("restart", server.url, visibility_timeout=5, reconnect_timeout=20) as queue:
+        await queue.publish(T, ["before"])
+        [d] = await take(queue)
+        await queue.ack([d])
+        got: list[Delivery] = []
+
+        async def consumer() -> None:  # waits across the restart
+            got.extend(await take(queue, wait=30))
+
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(consumer)
+                await anyio.sleep(0.1)
+                await server.stop()
+                await anyio.sleep(0.3)
+                async with anyio.create_task_group() as during:
+                    during.start_soon(queue.publish, T, ["during"])  # retries until the server is back
+                    await anyio.sleep(0.3)
+                    await server.start()
+        assert [d.payload for d in got] == ["during"]  # the new server is empty: "before" was acked anyway
+        await queue.ack(got)
+        await queue.publish(T, ["after"])
+        [after] = await take(queue)
+        assert (after.payload, await queue.pending(T)) == ("after", 1)
+
+
+async def test_a_server_gone_for_good_raises_backend_unavailable(server: Server) -> None:
+    await server.start()
+    async with open_("gone", server.url, reconnect_timeout=0.5) as queue:
+        await queue.publish(T, ["x"])
+        await server.stop()
+        start = anyio.current_time()
+        with pytest.raises(BackendUnavailable, match="unreachable for 0.5 s"):
+            await queue.publish(T, ["y"])
+        assert anyio.current_time() - start < 5
