@@ -111,6 +111,7 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
         drained += len(deliveries)
         await queue.ack(deliveries)
     drain_s = time.perf_counter() - t1
+    drained_rss = rss_parts()
     await seen.aclose()
     await queue.aclose()
     return {
@@ -129,8 +130,11 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
         "rss_anon_after_push_mb": pushed["RssAnon"],
         "rss_file_after_push_mb": pushed["RssFile"],
         "peak_rss_after_push_mb": peak_after_push,
+        "rss_anon_after_drain_mb": drained_rss["RssAnon"],
+        "rss_file_after_drain_mb": drained_rss["RssFile"],
         "peak_rss_mb": peak_rss_mb(),
-        "bytes_per_url": (peak_rss_mb() - base["VmRSS"]) * 2**20 / n,
+        "bytes_per_url": (peak_after_push - base["VmRSS"]) * 2**20 / n,
+        "anon_bytes_per_url": (pushed["RssAnon"] - base["RssAnon"]) * 2**20 / n,
         "disk_mb": disk / 2**20,
         "disk_bytes_per_url": disk / n,
     }
@@ -158,10 +162,11 @@ def main() -> None:
     say(f"{args.n:,} distinct requests, submitted in batches of {args.batch:,}; Python {python}")
     say("")
     say(
-        "| variant | peak RSS MB | before MB | bytes/URL (RSS) | anon / file MB after push | disk MB "
+        "| variant | RSS before MB | peak RSS after push MB | bytes/URL (RSS) | bytes/URL (anon) "
+        "| anon / file MB after push | peak RSS MB (drain incl.) | anon / file MB after drain | disk MB "
         "| push URLs/s | drain URLs/s |"
     )
-    say("|---|---|---|---|---|---|---|---|")
+    say("|---|---|---|---|---|---|---|---|---|---|---|")
     for variant in args.variants.split(","):
         cmd = [sys.executable, __file__, "--child", variant, "--n", str(args.n), "--batch", str(args.batch)]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -169,8 +174,11 @@ def main() -> None:
         if r["admitted"] != args.n or r["drained"] != args.n:
             raise SystemExit(f"{variant}: admitted {r['admitted']}, drained {r['drained']} of {args.n}")
         say(
-            f"| {variant} | {r['peak_rss_mb']:,.0f} | {r['rss_before_mb']:,.0f} | {r['bytes_per_url']:,.0f} "
+            f"| {variant} | {r['rss_before_mb']:,.0f} | {r['peak_rss_after_push_mb']:,.0f} "
+            f"| {r['bytes_per_url']:,.0f} | {r['anon_bytes_per_url']:,.0f} "
             f"| {r['rss_anon_after_push_mb']:,.0f} / {r['rss_file_after_push_mb']:,.0f} "
+            f"| {r['peak_rss_mb']:,.0f} "
+            f"| {r['rss_anon_after_drain_mb']:,.0f} / {r['rss_file_after_drain_mb']:,.0f} "
             f"| {r['disk_mb']:,.0f} | {r['push_per_s']:,.0f} | {r['drain_per_s']:,.0f} |"
         )
 
