@@ -45,10 +45,15 @@ class Frontier:
         self._stats = stats
         self._max_depth = max_depth
 
-    async def submit(self, requests: Sequence[Request], *, scope: str = "") -> Sequence[Request]:
+    async def submit(
+        self, requests: Sequence[Request], *, scope: str = "", redelivered: bool = False
+    ) -> Sequence[Request]:
         """Publish the admissible `requests`; returns those published.
 
-        `scope` names the dedup namespace (the module; for a cron module, the module run).
+        `scope` names the dedup namespace (the module; for a cron module, the module run). `redelivered`
+        means the requests come from work that was handed out before (its worker died or timed out): they
+        may already be in the seen set without having reached the queue (the worker died between the
+        two), so they are queued even if seen — at least once, never lost.
         """
         if not requests:
             return ()
@@ -62,6 +67,8 @@ class Frontier:
             if checked:
                 fresh = await self._seen.add_if_absent([_seen_key(r, scope) for r in checked])
                 duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
+                if duplicates and redelivered:
+                    duplicates = set()
                 if duplicates:
                     self._stats.drop("duplicate", len(duplicates))
                     requests = [r for r in requests if id(r) not in duplicates]

@@ -63,7 +63,7 @@ class GenerateStage:
         ctx: TaskCtx[Any] = TaskCtx(task, f"{module.name}/{task.node}", inputs=task.inputs)
         try:
             await module.node(task.node).generate(ctx)
-            await self._router.admit(module, ctx.requests)
+            await self._router.admit(module, ctx.requests, redelivered=delivery.attempt > 1)
             await self._router.route(
                 module, task.node, ctx.routes, run=task.run, account=task.account, origin=task.origin
             )

@@ -85,7 +85,7 @@ class ParseStage:
         try:
             await module.node(node).parse(response, ctx)
             items = await self._items(ctx, response)
-            await self._continue(module, node, ctx)
+            await self._continue(module, node, ctx, redelivered=delivery.attempt > 1)
             if items:
                 await self._writers[module.name].submit(items)
         except anyio.get_cancelled_exc_class():
@@ -118,9 +118,9 @@ class ParseStage:
                 self._stats.drop("item_middleware", dropped)
         return items
 
-    async def _continue(self, module: CompiledModule, node: str, ctx: Ctx[Any]) -> None:
+    async def _continue(self, module: CompiledModule, node: str, ctx: Ctx[Any], *, redelivered: bool) -> None:
         request = ctx.response.request
-        await self._router.admit(module, ctx.requests)
+        await self._router.admit(module, ctx.requests, redelivered=redelivered)
         origin = request.to_record() if module.graph.successors(node) or ctx.routes else None
         if ctx.routes:
             await self._router.route(

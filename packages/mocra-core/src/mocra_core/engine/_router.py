@@ -59,8 +59,14 @@ class Router:
         """The module a `module/node` path belongs to."""
         return self._modules[(node_path or "").partition("/")[0]]
 
-    async def admit(self, module: CompiledModule, requests: Sequence[Request]) -> None:
-        """Queue requests (depth, dedup) and count them as open work of their node."""
+    async def admit(
+        self, module: CompiledModule, requests: Sequence[Request], *, redelivered: bool = False
+    ) -> None:
+        """Queue requests (depth, dedup) and count them as open work of their node.
+
+        `redelivered`: they come from a redelivered task or response, so dedup cannot tell whether they
+        reached the queue the first time; they are queued anyway (see `Frontier.submit`).
+        """
         if not requests:
             return
         if module.downloader is not None:
@@ -71,7 +77,7 @@ class Router:
         scope = module.name if first.account is None else f"{module.name}:{first.account}"
         if module.cron is not None:
             scope = f"{module.name}:{first.run}"
-        admitted = await self._frontier.submit(requests, scope=scope)
+        admitted = await self._frontier.submit(requests, scope=scope, redelivered=redelivered)
         if module.fan_in and admitted:
             await self._open(module, [(r.run, r.node) for r in admitted])
 
