@@ -20,6 +20,8 @@ pytestmark = pytest.mark.slow
 
 PAGES = 150
 CONCURRENCY = 4
+PARSE_WORKERS = 2
+LINKS = 3  # per page
 
 SPIDER = """
 from mocra import Spider
@@ -58,6 +60,7 @@ def start(tmp_path: pathlib.Path, site: LocalServer, *extra: str) -> subprocess.
     args = [
         sys.executable, "-m", "mocra", "run", str(spider), "--job-dir", str(tmp_path / "job"),
         "-o", str(tmp_path / "items.jsonl"), "-s", f"crawl.concurrency={CONCURRENCY}",
+        "-s", f"crawl.parse_workers={PARSE_WORKERS}",
         "-s", "crawl.obey_robots=false", *extra,
     ]  # fmt: skip
     return subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -95,9 +98,12 @@ def test_resume_after_kill_9_loses_nothing_and_refetches_only_in_flight(
     assert set(items(tmp_path)) == set(range(PAGES))
     pages = {path: hits for path, hits in site.hits.items() if path.startswith("/p/")}
     assert max(pages.values()) <= 2
-    fetched_twice = [path for path, hits in pages.items() if hits == 2]
-    assert len(fetched_twice) <= CONCURRENCY, fetched_twice  # only what was in flight at the kill
-    assert not {f"/p/{n}" for n in parsed_before} & set(fetched_twice)  # nothing parsed is fetched again
+    fetched_again = {path for path, hits in pages.items() if hits > 1}
+    # Fetched again: the downloads in flight at the kill, and the follow-ups of responses that were being
+    # parsed (re-parsed on resume, their links are queued past dedup: it cannot tell whether they made it
+    # to the queue before the kill). Everything else that was parsed is not fetched again.
+    assert len(fetched_again) <= CONCURRENCY + PARSE_WORKERS * LINKS, fetched_again
+    assert len({f"/p/{n}" for n in parsed_before} & fetched_again) <= PARSE_WORKERS * LINKS
     assert b"finished" in out
 
 
