@@ -1,0 +1,464 @@
+"""`KafkaQueue`: a `QueueBackend` on Apache Kafka (or a Kafka-compatible broker such as tansu), via aiokafka.
+
+How the contract maps onto Kafka (consuming side: `_kafka_reader.py`; DLQ: `_kafka_dlq.py`):
+
+- **Topics and lanes.** Each priority lane of a topic is a Kafka topic `<namespace>.<topic>.<lane>` with
+  `partitions` partitions (default 4), created on first use with the admin client. A message is one record:
+  its msgpack `Envelope` as the value, its partition key as the record key.
+- **Groups and partition keys.** Each (topic, group) is a Kafka consumer group `<namespace>.<topic>.<group>`
+  subscribed to every lane topic, with the range assignor, so partition *i* of every lane goes to the same
+  member. A key hashes (murmur2, as Kafka's Java client) to one partition, hence to one member, which hands
+  a key's messages out one at a time and in order. Unkeyed messages go to one partition per publish
+  (round robin over calls; batches over 100 messages are split across partitions), keeping a batch's order.
+- **Leases, acks and commits.** A member fetches its partitions into a window and leases from it without
+  I/O: highest lane first, then by `created` (unique and increasing per queue object). The committed offset
+  of a partition is its oldest record not done yet, so it moves only past a contiguous run of acked
+  records; a background task commits whenever it moves (acks do not wait for it). After a rebalance a
+  member keeps the window of every partition it still owns; others are read again from the committed
+  offset, so acked records above it are delivered again (at least once).
+- **Visibility timeout, nack and delays.** A lease that passes `visibility_timeout` is republished to its
+  partition with `attempt + 1` (or dead-lettered) and the original counted done; `nack` does the same,
+  with a `mocra-due` header (epoch ms) for its delay. A delayed record is held back in the window (it does
+  not count against the per-partition prefetch of 1,000) and holds its partition's committed offset back
+  until it is done. A consumer that dies without acking loses its partitions after the session timeout; the
+  new owner gets its records again with their last published attempt (Kafka keeps no delivery count).
+- **Priority** is exact within what a member has fetched: every lane is fetched at once and the highest
+  lane is handed out first; a backlog does not hide a higher lane (unlike one topic with a priority field).
+  A lane another process creates is subscribed to within 5 s (a rebalance).
+- **DLQ.** `<namespace>.<topic>.dlq`: one partition, compacted, keyed by message id; `replay` republishes
+  and writes a tombstone per id. Undecodable records (not an envelope, or a payload the codec rejects) go
+  there with the reason.
+- **Pending** = for each lane partition, end offset minus the group's committed offset (its start offset
+  if none), except for partitions this object owns, where it is end offset minus fetch position plus the
+  records held. It is exact on the owning member; for partitions of other members it may count acked
+  records above their committed offset until those commits catch up, never fewer. With several groups
+  on a topic, the largest count wins.
+- **Outages.** Calls retry connection errors and lost topics (a restarted broker) for `reconnect_timeout`
+  seconds, then raise `BackendUnavailable`; the consumers reconnect on their own.
+
+Needs the asyncio event loop (aiokafka).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import secrets
+import time
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.lowlevel
+
+from .._errors import redact
+from ._envelope import Envelope, pack
+from ._kafka_dlq import DeadLetters
+from ._kafka_reader import Reader, lanes_of
+from ._kafka_wire import Names, Wire, due_header, partition_for, topic_partition
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+    from typing import Self
+
+    from anyio.abc import TaskGroup, TaskStatus
+
+    from ._codec import Codec
+    from ._delivery import DeadLetter, Delivery
+    from ._kafka_wire import Out, TopicPartition
+
+__all__ = ("KafkaQueue",)
+
+logger = logging.getLogger(__name__)
+
+_CONNECT_TIMEOUT = 5.0  # seconds to reach the broker when opening
+_SYNC_TIMEOUT = 5.0  # seconds consume(wait=0) waits at most to see what this queue published
+_SPREAD = 100  # an unkeyed batch larger than this is split across partitions
+
+
+class KafkaQueue:
+    """A `QueueBackend` on Kafka topics (see the module docstring for the mapping), for many processes.
+
+    Args:
+        url: `kafka://host:port`, or several brokers `kafka://host1:port,host2:port`.
+        codec: Turns payloads into bytes and back, e.g. `MsgpackCodec(MyStruct)`.
+        namespace: Prefix of every topic and consumer group the queue creates (letters, digits, `-`, `_`).
+        visibility_timeout: Seconds a delivery may stay unacked before it comes back with `attempt + 1`.
+        max_attempts: Deliveries of one message before a nack or an expired lease dead-letters it.
+        partitions: Partitions of each lane topic the queue creates (more partitions, more members).
+        session_timeout: Seconds without a heartbeat before the group gives a member's partitions to
+            others (Kafka accepts 6 to 1,800 by default; tansu also takes less, and joins faster then).
+        fetch_wait: Seconds a fetch waits at the broker for new records. Kafka answers as soon as records
+            arrive; tansu only after this, so it bounds the latency of a waiting consumer there.
+        reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
+
+    Raises:
+        ConfigError: the URL cannot be parsed.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.queue import MsgpackCodec
+        >>> async def main(url):
+        ...     async with KafkaQueue(url, codec=MsgpackCodec(), namespace="doctest") as queue:
+        ...         await queue.publish("fetch", ["https://example.com/"])
+        ...         [delivery] = await queue.consume("fetch", group="download", wait=0)
+        ...         await queue.ack([delivery])
+        ...         return delivery.payload, await queue.pending("fetch")
+        >>> anyio.run(main, "kafka://127.0.0.1:9092")  # doctest: +SKIP
+        ('https://example.com/', 0)
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        codec: Codec,
+        namespace: str = "mocra",
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        partitions: int = 4,
+        session_timeout: float = 10.0,
+        fetch_wait: float = 0.1,
+        reconnect_timeout: float = 30.0,
+    ) -> None:
+        if visibility_timeout <= 0:
+            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        if partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {partitions!r}")
+        self.url = redact(url)
+        self.namespace = namespace
+        self.visibility_timeout = visibility_timeout
+        self.max_attempts = max_attempts
+        self.partitions = partitions
+        self._names = Names(namespace)
+        self._wire = Wire(
+            url, request_timeout=max(10.0, session_timeout), reconnect_timeout=reconnect_timeout
+        )
+        self._codec = codec
+        self._session_timeout = session_timeout
+        self._fetch_wait = fetch_wait
+        self._dlq = DeadLetters(self._wire, self._names, codec, fetch_wait=fetch_wait)
+        self._readers: dict[tuple[str, str], Reader] = {}
+        self._by_topic: dict[str, list[Reader]] = {}
+        self._published: dict[TopicPartition, int] = {}  # offset after what this queue published
+        self._lanes: dict[str, dict[str, int]] = {}  # topic -> lane topic -> partitions
+        self._round_robin = itertools.count()
+        self._ids = map(f"{secrets.token_hex(6)}.{{:x}}".format, itertools.count(1))
+        self._last_created = 0.0
+        self._lock = anyio.Lock()
+        self._stack: AsyncExitStack | None = None
+        self._background: TaskGroup | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else ""
+        return f"<KafkaQueue {self.url!r} namespace={self.namespace!r}{state}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        """Connect; raises `BackendUnavailable` (naming the URL) when no broker can be reached."""
+        if self._closed or self._stack is not None:
+            raise anyio.ClosedResourceError
+        await self._wire.connect(_CONNECT_TIMEOUT)
+        stack = AsyncExitStack()
+        try:
+            outer = await stack.enter_async_context(anyio.create_task_group())
+            self._background = await outer.start(self._host)
+        except BaseException:
+            await stack.aclose()
+            await self._wire.close()
+            raise
+        self._stack = stack
+        return self
+
+    async def _host(self, *, task_status: TaskStatus[TaskGroup]) -> None:
+        """Own the background tasks (the readers) in a task group that `aclose` cancels."""
+        async with anyio.create_task_group() as tg:
+            task_status.started(tg)
+            await anyio.sleep_forever()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        """Commit what is done, leave the groups and disconnect; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for reader in self._readers.values():
+            reader.close()
+        if self._background is not None:
+            self._background.cancel_scope.cancel()  # readers commit and stop their consumers
+        with anyio.CancelScope(shield=True):
+            await self._dlq.aclose()
+            await self._wire.close()
+
+    def _check(self) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._background is None:
+            raise RuntimeError("use the queue as an async context manager: `async with KafkaQueue(...)`")
+
+    # ------------------------------------------------------------------ publishing
+
+    async def publish(
+        self,
+        topic: str,
+        payloads: Sequence[object],
+        *,
+        key: str | None = None,
+        priority: int = 0,
+        delay: float = 0.0,
+    ) -> None:
+        """Add `payloads` to `topic`, in order (see `QueueBackend.publish` and the module docstring)."""
+        self._check()
+        if isinstance(payloads, (str, bytes)):
+            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"key must be a str or None, got {key!r}")
+        name = self._names.lane(topic, priority)
+        if not payloads:
+            return
+        bodies = [self._codec.encode(payload) for payload in payloads]
+        partitions = await self._lane(topic, priority, name)
+        created = self._created(len(bodies))
+        ids = self._ids
+        headers = due_header(delay)
+        key_bytes = key.encode() if key is not None else None
+        records: list[Out] = [
+            (
+                key_bytes,
+                pack(
+                    Envelope(
+                        id=next(ids),
+                        topic=topic,
+                        body=b,
+                        created=created + i * 1e-6,
+                        key=key,
+                        priority=priority,
+                    )
+                ),
+                headers,
+            )
+            for i, b in enumerate(bodies)
+        ]
+        await self._send(name, partitions, key, records)
+
+    def _created(self, count: int) -> float:
+        """A wall-clock time for the first of `count` messages, later than any this queue gave out."""
+        created = max(time.time(), self._last_created + 1e-6)
+        self._last_created = created + (count - 1) * 1e-6
+        return created
+
+    async def _lane(self, topic: str, lane: int, name: str) -> int:
+        """Create the lane topic if needed (and tell this queue's readers of the topic); its partitions."""
+        lanes = self._lanes.setdefault(topic, {})
+        partitions = lanes.get(name)
+        if partitions is None:
+            partitions = lanes[name] = await self._wire.ensure(name, self.partitions)
+            for reader in self._by_topic.get(topic, ()):
+                reader.add_lanes({name: lane})
+        return partitions
+
+    async def _send(self, name: str, partitions: int, key: str | None, records: list[Out]) -> None:
+        if key is not None:
+            await self._produce(name, partition_for(key, partitions), records)
+            return
+        start = next(self._round_robin)
+        if len(records) <= _SPREAD:
+            await self._produce(name, start % partitions, records)
+            return
+        size = math.ceil(len(records) / min(partitions, math.ceil(len(records) / _SPREAD)))
+        async with anyio.create_task_group() as tg:
+            for n, i in enumerate(range(0, len(records), size)):
+                tg.start_soon(self._produce, name, (start + n) % partitions, records[i : i + size])
+
+    async def _produce(self, name: str, partition: int, records: list[Out]) -> None:
+        end = await self._wire.produce(name, partition, records)
+        tp = topic_partition(name, partition)
+        self._published[tp] = max(self._published.get(tp, 0), end)
+
+    # ------------------------------------------------------------------ consuming
+
+    async def consume(
+        self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
+    ) -> Sequence[Delivery]:
+        """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`).
+
+        The first call for a (topic, group) joins the consumer group, which takes the broker's rebalance
+        time. `wait=0` returns what was ready when it was called, including everything this queue
+        published before.
+        """
+        self._check()
+        if max_messages < 1:
+            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        cutoff = time.time()
+        reader = await self._reader(topic, group)
+        await anyio.lowlevel.checkpoint()
+        if wait <= 0:
+            await reader.sync(_SYNC_TIMEOUT)
+            return reader.take(max_messages, cutoff)
+        found = reader.take(max_messages)
+        if found:
+            return found
+        return await reader.waiters.wait_for(lambda: reader.take(max_messages), _never, wait)
+
+    async def _reader(self, topic: str, group: str) -> Reader:
+        reader = self._readers.get((topic, group))
+        if reader is None:
+            async with self._lock:
+                self._check()
+                reader = self._readers.get((topic, group))
+                if reader is None:
+                    reader = await self._new_reader(topic, group)
+        await reader.wait_joined(self._wire.reconnect_timeout)
+        return reader
+
+    async def _new_reader(self, topic: str, group: str) -> Reader:
+        if not isinstance(group, str) or not group:
+            raise ValueError(f"group must be a non-empty str, got {group!r}")
+        await self._lane(topic, 0, self._names.lane(topic, 0))
+        found = await self._wire.list_topics(self._names.prefix(topic))
+        reader = Reader(
+            topic,
+            group,
+            wire=self._wire,
+            names=self._names,
+            codec=self._codec,
+            visibility_timeout=self.visibility_timeout,
+            max_attempts=self.max_attempts,
+            session_timeout=self._session_timeout,
+            fetch_wait=self._fetch_wait,
+            published=self._published,
+        )
+        reader.lanes = lanes_of(self._names, topic, found)
+        self._readers[(topic, group)] = reader
+        self._by_topic.setdefault(topic, []).append(reader)
+        assert self._background is not None
+        self._background.start_soon(reader.run, name=f"kafka-reader-{reader.group_id}")
+        return reader
+
+    def _owner(self, delivery: Delivery) -> Reader | None:
+        for reader in self._by_topic.get(delivery.topic, ()):
+            if delivery._lease in reader.leases:
+                return reader
+        return None
+
+    async def ack(self, deliveries: Sequence[Delivery]) -> None:
+        """Finish `deliveries`; stale ones are ignored. The commit follows in the background."""
+        self._check()
+        for delivery in deliveries:
+            reader = self._owner(delivery)
+            held = reader.end_lease(delivery) if reader is not None else None
+            if reader is not None and held is not None:
+                reader.finish(held)
+
+    async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
+        """Republish `delivery` with `attempt + 1` (held back `delay` seconds), or dead-letter it."""
+        self._check()
+        reader = self._owner(delivery)
+        held = reader.end_lease(delivery) if reader is not None else None
+        if reader is None or held is None:
+            return
+        attempt = held.env.attempt
+        try:
+            if attempt >= self.max_attempts:
+                why = f"{reason or 'nacked'} on attempt {attempt} of {self.max_attempts}"
+                await reader.bury(held, why)
+            else:
+                await reader.requeue(held, delay)
+        except BaseException:
+            reader.restore(held)
+            raise
+
+    async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
+        """Move `delivery` to its topic's DLQ with `reason`; stale deliveries are ignored."""
+        self._check()
+        reader = self._owner(delivery)
+        held = reader.end_lease(delivery) if reader is not None else None
+        if reader is None or held is None:
+            return
+        try:
+            await reader.bury(held, reason)
+        except BaseException:
+            reader.restore(held)
+            raise
+
+    # ------------------------------------------------------------------ DLQ and accounting
+
+    async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
+        """Read up to `limit` dead letters of `topic`, oldest first (the DLQ topic from its start)."""
+        self._check()
+        entries = await self._dlq.entries(topic)
+        chosen = itertools.islice(entries.values(), max(limit, 0))
+        return [self._dlq.letter(topic, env, raw) for env, raw in chosen]
+
+    async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
+        """Republish dead letters of `topic` with attempt 1, then tombstone them in the DLQ."""
+        self._check()
+        entries = await self._dlq.entries(topic)
+        chosen = list(entries) if ids is None else [i for i in dict.fromkeys(ids) if i in entries]
+        if not chosen:
+            return 0
+        batches: dict[tuple[int, str | None], list[Out]] = {}
+        for id in chosen:
+            env, raw = entries[id]
+            again = Envelope(
+                id=env.id, topic=topic, body=env.body, created=env.created, key=env.key, priority=env.priority
+            )
+            record_key = env.key.encode() if env.key is not None else None
+            value = env.body if raw else pack(again)
+            batches.setdefault((env.priority, env.key), []).append((record_key, value, []))
+        for (lane, key), records in batches.items():
+            name = self._names.lane(topic, lane)
+            await self._send(name, await self._lane(topic, lane, name), key, records)
+        tombstones: list[Out] = [(id.encode(), None, []) for id in chosen]
+        await self._wire.produce(self._names.dlq(topic), 0, tombstones)
+        self._dlq.forget(topic, chosen)
+        return len(chosen)
+
+    async def pending(self, topic: str) -> int:
+        """Messages of `topic` published and not yet acked or dead-lettered (see the module docstring)."""
+        self._check()
+        prefix = self._names.prefix(topic)
+        lanes = lanes_of(self._names, topic, await self._wire.list_topics(prefix))
+        tps = [topic_partition(name, p) for name in lanes for p in range(self._wire.topics[name])]
+        if not tps:
+            return 0
+        ends = await self._dlq.exact_ends(tps)
+        readers = {reader.group_id: reader for reader in self._by_topic.get(topic, ())}
+        group_ids = list(readers) or await self._wire.groups(prefix)
+        if not group_ids:
+            starts = await self._dlq.beginning_offsets(tps)
+            return sum(max(ends[tp] - starts[tp], 0) for tp in tps)
+        most = 0
+        for group_id in group_ids:
+            reader = readers.get(group_id)
+            counts = {tp: reader.local_pending(tp, ends[tp]) if reader else None for tp in tps}
+            others = [tp for tp, count in counts.items() if count is None]
+            if others:
+                committed = await self._wire.group_offsets(group_id, others)
+                missing = [tp for tp in others if committed[tp] < 0]
+                starts = await self._dlq.beginning_offsets(missing) if missing else {}
+                for tp in others:
+                    base = committed[tp] if committed[tp] >= 0 else starts[tp]
+                    counts[tp] = max(ends[tp] - base, 0)
+            most = max(most, sum(count or 0 for count in counts.values()))
+        return most
+
+
+def _never() -> float | None:
+    return None  # the reader's task keeps the time (delays, leases), not the waiting consumers
