@@ -18,6 +18,7 @@ import redis.asyncio as aioredis
 
 from mocra_core import BackendUnavailable
 from mocra_core.queue import MsgpackCodec, RedisStreamsQueue, open_queue
+from mocra_core.queue._redis_gather import Gather
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -200,6 +201,37 @@ async def test_many_waiting_consumers_of_one_instance_all_get_woken(namespace: s
         assert sorted(d.payload for d in got) == list(range(20))  # type: ignore[type-var]
 
 
+async def test_concurrent_consumes_and_acks_share_round_trips(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        await queue.publish(T, list(range(20)))
+        calls = {"take": 0, "ack": 0}
+        store = queue._store
+        store_take, store_ack = store.take, store.ack
+
+        async def counted_take(*args: Any, **kwargs: Any) -> Any:
+            calls["take"] += 1
+            return await store_take(*args, **kwargs)
+
+        async def counted_ack(*args: Any, **kwargs: Any) -> Any:
+            calls["ack"] += 1
+            return await store_ack(*args, **kwargs)
+
+        store.take, store.ack = counted_take, counted_ack  # type: ignore[method-assign]
+        got: list[Delivery] = []
+
+        async def worker() -> None:
+            batch = await take(queue)
+            got.extend(batch)
+            await queue.ack(batch)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(worker)
+        assert sorted(d.payload for d in got) == list(range(20))  # type: ignore[type-var]
+        assert calls["take"] <= 3 and calls["ack"] <= 3  # not 20 each
+        assert await queue.pending(T) == 0
+
+
 async def test_close_wakes_the_listener_and_every_follower(namespace: str) -> None:
     errors: list[BaseException] = []
     async with open_(namespace) as queue:
@@ -339,3 +371,152 @@ async def test_a_server_gone_for_good_raises_backend_unavailable(server: Server)
         with pytest.raises(BackendUnavailable, match="unreachable for 0.5 s"):
             await queue.publish(T, ["y"])
         assert anyio.current_time() - start < 5
+
+
+# ------------------------------------------------------------------- Gather (no server needed)
+
+
+class Sends:
+    """A `send` for `Gather` that records its batches; batch i returns when `release(i)` is called."""
+
+    def __init__(self, *, fail: Exception | None = None) -> None:
+        self.batches: list[list[int]] = []
+        self.gates: list[anyio.Event] = []
+        self.fail = fail
+
+    def release(self, batch: int) -> None:
+        self.gates[batch].set()
+
+    async def __call__(self, items: list[int]) -> list[int]:
+        self.batches.append(items)
+        self.gates.append(anyio.Event())
+        if self.fail is not None:
+            raise self.fail
+        await self.gates[-1].wait()
+        return [item * 10 for item in items]
+
+
+async def gather_all(gather: Gather[int, int], items: list[int], results: dict[int, int]) -> None:
+    async def call(item: int) -> None:
+        results[item] = await gather(item)
+
+    async with anyio.create_task_group() as tg:
+        for item in items:
+            tg.start_soon(call, item)
+            await anyio.sleep(0.001)
+
+
+async def test_gather_sends_a_lone_call_at_once_and_gathers_calls_made_meanwhile() -> None:
+    sends = Sends()
+    gather: Gather[int, int] = Gather(sends)
+    results: dict[int, int] = {}
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gather_all, gather, [1, 2, 3, 4], results)
+            await anyio.sleep(0.05)
+            assert sends.batches == [[1]]  # 2, 3, 4 wait for 1's round trip, together
+            sends.release(0)
+            await anyio.sleep(0.01)
+            sends.release(1)
+    assert sends.batches == [[1], [2, 3, 4]]
+    assert results == {1: 10, 2: 20, 3: 30, 4: 40}
+
+
+async def test_gather_gives_every_member_the_error_of_its_batch() -> None:
+    sends = Sends(fail=ValueError("boom"))
+    gather: Gather[int, int] = Gather(sends)
+    with pytest.raises(ValueError, match="boom"):
+        await gather(1)
+    with pytest.raises(ValueError, match="boom"):
+        await gather(2)  # the next call is sent again: nothing is stuck
+
+
+async def test_gather_leaves_out_a_member_cancelled_before_its_batch_is_sent() -> None:
+    sends = Sends()
+    gather: Gather[int, int] = Gather(sends)
+    results: dict[int, int] = {}
+    doomed = anyio.CancelScope()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gather_all, gather, [1], results)
+            await anyio.sleep(0.01)
+            tg.start_soon(call_in, doomed, gather, 3)
+            await anyio.sleep(0.01)
+            tg.start_soon(gather_all, gather, [2], results)
+            await anyio.sleep(0.01)
+            doomed.cancel()
+            await anyio.sleep(0.01)
+            sends.release(0)
+            await anyio.sleep(0.01)
+            sends.release(1)
+    assert sends.batches == [[1], [2]]
+    assert results == {1: 10, 2: 20}
+
+
+async def call_in(scope: anyio.CancelScope, gather: Gather[int, int], item: int) -> None:
+    with scope:
+        await gather(item)
+
+
+async def test_gather_hands_the_result_of_a_member_cancelled_in_flight_to_orphan() -> None:
+    sends = Sends()
+    orphans: list[int] = []
+    gather: Gather[int, int] = Gather(sends, orphans.append)
+    results: dict[int, int] = {}
+    doomed = anyio.CancelScope()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gather_all, gather, [1], results)
+            await anyio.sleep(0.01)
+            tg.start_soon(gather_all, gather, [3], results)
+            await anyio.sleep(0.01)
+            tg.start_soon(call_in, doomed, gather, 2)
+            await anyio.sleep(0.01)
+            sends.release(0)  # 1 returns; 3 sends [3, 2]
+            await anyio.sleep(0.01)
+            assert sends.batches == [[1], [3, 2]]
+            doomed.cancel()
+            await anyio.sleep(0.01)
+            sends.release(1)
+    assert results == {1: 10, 3: 30}
+    assert orphans == [20]
+
+
+async def test_gather_members_call_again_when_their_sender_is_cancelled_mid_call() -> None:
+    sends = Sends()
+    gather: Gather[int, int] = Gather(sends)
+    results: dict[int, int] = {}
+    doomed = anyio.CancelScope()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call_in, doomed, gather, 1)
+            await anyio.sleep(0.01)
+            tg.start_soon(gather_all, gather, [2, 3], results)
+            await anyio.sleep(0.01)
+            doomed.cancel()  # 1 is cancelled while it sends; 2 and 3 gathered behind it
+            await anyio.sleep(0.01)
+            sends.release(1)
+    assert sends.batches == [[1], [2, 3]]
+    assert results == {2: 20, 3: 30}
+
+
+async def test_gather_is_not_stuck_when_a_whole_gathering_batch_is_cancelled() -> None:
+    sends = Sends()
+    gather: Gather[int, int] = Gather(sends)
+    results: dict[int, int] = {}
+    doomed = anyio.CancelScope()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(gather_all, gather, [1], results)
+            await anyio.sleep(0.01)
+            tg.start_soon(call_in, doomed, gather, 2)
+            await anyio.sleep(0.01)
+            doomed.cancel()
+            await anyio.sleep(0.01)
+            sends.release(0)
+            await anyio.sleep(0.01)
+            tg.start_soon(gather_all, gather, [3], results)
+            await anyio.sleep(0.01)
+            sends.release(1)
+    assert sends.batches == [[1], [3]]
+    assert results == {1: 10, 3: 30}

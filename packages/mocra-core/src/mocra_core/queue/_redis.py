@@ -28,8 +28,18 @@ How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
   codec cannot decode, goes there with the reason instead of being handed out.
 - **Waiting.** Whatever makes messages ready XADDs to the topic's *bell* stream; one task per topic and
   process blocks on it with XREAD, the other waiting tasks wait for that one (`_redis_bell.Bell`).
+- **Round trips.** `publish` is one script per 1,000 messages, `consume` one (when something is
+  ready), `ack` one per topic; concurrent consumes, and concurrent acks, of one topic in one process
+  share a script call (`_redis_gather.Gather`), so many workers taking one message each cost about
+  as much as one worker taking a batch.
 - **Outages.** Every call retries connection errors for up to `reconnect_timeout` seconds (scripts are
   reloaded, consumer groups recreated), then raises `BackendUnavailable`.
+
+Where this differs from the in-process backends: an expired lease is claimed by the consumer that
+finds it (not put back at its old place); a message nacked without delay goes to the tail of its lane;
+a consume cancelled while its take is on the wire may lease messages that then go to this instance's
+next consume (or, after half the visibility timeout, come back to anyone when the lease expires); one
+group per topic (acking deletes the entry, so several groups would not each see every message).
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import itertools
 import math
 import secrets
 import time
+from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -48,6 +59,8 @@ from .._errors import PoisonMessage
 from ._delivery import DeadLetter, Delivery
 from ._envelope import Envelope, pack, unpack
 from ._redis_bell import Bell
+from ._redis_dlq import lane, read_dead_letters, replay_dead_letters
+from ._redis_gather import Gather
 from ._redis_store import RedisStore
 from ._waiters import new_lease_token
 
@@ -57,22 +70,19 @@ if TYPE_CHECKING:
     from typing import Self
 
     from ._codec import Codec
-    from ._redis_store import Entry, Where
+    from ._redis_store import Entry
 
 __all__ = ("RedisStreamsQueue",)
 
-_CHUNK = 1000  # messages per publish script, DLQ entries per replay script
+_CHUNK = 1000  # messages per publish script
 _POLL = 1.0  # seconds a listener blocks at most (a safety net for changes nobody rang for)
 
 
-def _lane(priority: int) -> str:
-    if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
-        raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
-    return f"{priority + 2**63:016x}"
+Took = tuple[list[Delivery], bytes, float]  # deliveries, the bell's last id, seconds to listen at most
 
 
 class _Topic:
-    __slots__ = ("bell", "group", "name", "next_sweep", "prefix")
+    __slots__ = ("acks", "bell", "group", "name", "next_sweep", "prefix", "spares", "takes")
 
     def __init__(self, name: str, prefix: str) -> None:
         self.name = name
@@ -80,14 +90,17 @@ class _Topic:
         self.group = ""
         self.next_sweep = 0.0  # event-loop time of the next XAUTOCLAIM sweep
         self.bell = Bell()
+        self.takes: Gather[int, Took]  # concurrent takes share a script call ...
+        self.acks: Gather[list[bytes], None]  # ... and so do concurrent acks
+        self.spares: deque[tuple[float, Delivery]] = deque()  # leased for a consumer that was cancelled
 
 
 class _Lease:
-    __slots__ = ("attempt", "envelope", "state", "where")
+    __slots__ = ("attempt", "envelope", "state", "token")
 
-    def __init__(self, state: _Topic, where: Where, envelope: Envelope, attempt: int) -> None:
+    def __init__(self, state: _Topic, token: bytes, envelope: Envelope, attempt: int) -> None:
         self.state = state
-        self.where = where
+        self.token = token  # the lease on the server (see `_redis_lua.py`)
         self.envelope = envelope
         self.attempt = attempt
 
@@ -114,16 +127,21 @@ class RedisStreamsQueue:
         ConfigError: the URL cannot be parsed.
 
     Example:
-        >>> import anyio
+        >>> import anyio, redis, uuid
         >>> from mocra_core.queue import MsgpackCodec
-        >>> async def main(url):
-        ...     async with RedisStreamsQueue(url, codec=MsgpackCodec(), namespace="doctest") as queue:
+        >>> namespace = f"example-{uuid.uuid4().hex}"
+        >>> async def main():
+        ...     url = "redis://127.0.0.1:6379"
+        ...     async with RedisStreamsQueue(url, codec=MsgpackCodec(), namespace=namespace) as queue:
         ...         await queue.publish("fetch", ["https://example.com/"])
         ...         [delivery] = await queue.consume("fetch", group="download")
         ...         await queue.ack([delivery])
-        ...         return delivery.payload, await queue.pending("fetch")
-        >>> anyio.run(main, "redis://127.0.0.1:6379")  # doctest: +SKIP
-        ('https://example.com/', 0)
+        ...         return delivery.payload, delivery.attempt, await queue.pending("fetch")
+        >>> anyio.run(main)
+        ('https://example.com/', 1, 0)
+        >>> with redis.Redis(port=6379) as client:  # drop the example's keys
+        ...     client.delete(*client.keys(f"{namespace}:*")) > 0
+        True
     """
 
     def __init__(
@@ -186,7 +204,10 @@ class RedisStreamsQueue:
         if state is None:
             if not isinstance(topic, str) or not topic or "\0" in topic:
                 raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
-            state = self._topics[topic] = _Topic(topic, f"{self.namespace}:{{{topic}}}:")
+            state = _Topic(topic, f"{self.namespace}:{{{topic}}}:")
+            state.takes = Gather(partial(self._take_all, state), partial(self._keep, state))
+            state.acks = Gather(partial(self._ack_all, state))
+            self._topics[topic] = state
         return state
 
     async def publish(
@@ -204,7 +225,7 @@ class RedisStreamsQueue:
             raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
         if not payloads:
             return
-        lane = _lane(priority)
+        lane_ = lane(priority)
         created = time.time()
         encode, ids = self._codec.encode, self._ids
         envelopes = [
@@ -217,7 +238,7 @@ class RedisStreamsQueue:
         ]
         delay_ms = math.ceil(delay * 1000) if delay > 0 else 0
         for start in range(0, len(envelopes), _CHUNK):
-            await self._store.publish(state.prefix, lane, delay_ms, key, envelopes[start : start + _CHUNK])
+            await self._store.publish(state.prefix, lane_, delay_ms, key, envelopes[start : start + _CHUNK])
 
     async def consume(
         self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
@@ -237,7 +258,7 @@ class RedisStreamsQueue:
                 if not await self._follow(bell, wait):
                     return []
             while True:
-                found, snapshot, pause = await self._take(state, max_messages)
+                found, snapshot, pause = await state.takes(max_messages)
                 remaining = deadline - anyio.current_time()
                 if found or remaining <= 0:
                     return found
@@ -258,9 +279,32 @@ class RedisStreamsQueue:
             raise anyio.ClosedResourceError
         return woken
 
-    async def _take(self, state: _Topic, n: int) -> tuple[list[Delivery], bytes, float]:
+    async def _take_all(self, state: _Topic, wants: list[int]) -> list[Took]:
+        """One take for concurrent consumers, shared out in the order they asked."""
+        found, snapshot, pause = await self._take(state, sum(wants))
+        took, start = [], 0
+        for want in wants:
+            took.append((found[start : start + want], snapshot, pause))
+            start += want
+        return took
+
+    def _keep(self, state: _Topic, took: Took) -> None:
+        """What was leased for a consumer cancelled meanwhile goes to the next one."""
+        now = anyio.current_time()
+        state.spares.extend((now, delivery) for delivery in took[0])
+
+    async def _take(self, state: _Topic, n: int) -> Took:
         """Lease what is ready; also returns the bell's last id and how long to listen at most."""
         found: list[Delivery] = []
+        fresh = anyio.current_time() - self.visibility_timeout / 2
+        while state.spares and len(found) < n:
+            kept_at, delivery = state.spares.popleft()
+            if kept_at > fresh and delivery._lease in self._leases:
+                found.append(delivery)
+            else:  # its lease may expire before it is handled: let it come back to anyone
+                self._leases.pop(delivery._lease, None)
+        if len(found) == n:
+            return found, b"0-0", 0.0
         while True:
             now = anyio.current_time()
             sweep = now >= state.next_sweep
@@ -280,36 +324,34 @@ class RedisStreamsQueue:
 
     async def _delivery(self, state: _Topic, entry: Entry) -> Delivery | None:
         """A delivery of a taken entry; poison and over-attempted entries go to the DLQ instead."""
-        where, fields = entry
-        lane, entry_id, count, key = where
+        raw, count = entry.envelope, entry.deliveries
         try:
-            raw = fields.get(b"e")
             if raw is None:
-                raise PoisonMessage(f"stream entry without an envelope (fields {sorted(fields)!r})")
+                raise PoisonMessage("stream entry without an envelope (no `e` field)")
             envelope = unpack(raw)
         except PoisonMessage as exc:
             garbage = Envelope(
-                id=entry_id.decode(),
+                id=entry.id.decode(),
                 topic=state.name,
-                body=msgspec.msgpack.encode(fields) if raw is None else raw,
+                body=entry.fields if raw is None else raw,
                 created=time.time(),
-                key=None if key is None else key.decode(errors="replace"),
-                priority=int(lane, 16) - 2**63,
+                key=None if entry.key is None else entry.key.decode(errors="replace"),
+                priority=int(entry.lane, 16) - 2**63,
             )
-            await self._bury(state, where, garbage, count, exc.reason)
+            await self._bury(state, entry.lease, garbage, count, exc.reason)
             return None
         attempt = envelope.attempt + count - 1
         if attempt > self.max_attempts:  # the lease of its last attempt expired
             reason = f"{self._expired} on attempt {attempt - 1} of {self.max_attempts}"
-            await self._bury(state, where, envelope, attempt - 1, reason)
+            await self._bury(state, entry.lease, envelope, attempt - 1, reason)
             return None
         try:
             payload = self._codec.decode(envelope.body)
         except Exception as exc:  # a poison message: never handed out
-            await self._bury(state, where, envelope, attempt, f"undecodable payload: {exc!r}")
+            await self._bury(state, entry.lease, envelope, attempt, f"undecodable payload: {exc!r}")
             return None
         token = new_lease_token()
-        self._leases[token] = _Lease(state, where, envelope, attempt)
+        self._leases[token] = _Lease(state, entry.lease, envelope, attempt)
         return Delivery(
             envelope.id,
             state.name,
@@ -321,9 +363,9 @@ class RedisStreamsQueue:
             token,
         )
 
-    async def _bury(self, state: _Topic, where: Where, envelope: Envelope, attempt: int, reason: str) -> None:
+    async def _bury(self, state: _Topic, lease: bytes, envelope: Envelope, attempt: int, reason: str) -> None:
         dead = msgspec.structs.replace(envelope, attempt=attempt, reason=reason, failed_at=time.time())
-        await self._store.end(state.prefix, state.group, where, "dead", 0, pack(dead))
+        await self._store.end(state.prefix, state.group, lease, "dead", 0, pack(dead))
 
     def _end_lease(self, delivery: Delivery) -> _Lease | None:
         if self._store.closed:
@@ -334,14 +376,21 @@ class RedisStreamsQueue:
         return lease
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
-        """Finish `deliveries`, one script per topic; stale ones are ignored (see `QueueBackend.ack`)."""
-        by_topic: dict[_Topic, list[Where]] = {}
+        """Finish `deliveries`; stale ones are ignored (see `QueueBackend.ack`).
+
+        Concurrent acks of one topic share a script call.
+        """
+        by_topic: dict[_Topic, list[bytes]] = {}
         for delivery in deliveries:
             lease = self._end_lease(delivery)
             if lease is not None:
-                by_topic.setdefault(lease.state, []).append(lease.where)
+                by_topic.setdefault(lease.state, []).append(lease.token)
         for state, leases in by_topic.items():
-            await self._store.ack(state.prefix, state.group, leases)
+            await state.acks(leases)
+
+    async def _ack_all(self, state: _Topic, batches: list[list[bytes]]) -> list[None]:
+        await self._store.ack(state.prefix, state.group, [lease for batch in batches for lease in batch])
+        return [None] * len(batches)
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Hand `delivery` back for a later attempt, or to the DLQ (see `QueueBackend.nack`)."""
@@ -351,70 +400,26 @@ class RedisStreamsQueue:
         state, attempt = lease.state, lease.attempt
         if attempt >= self.max_attempts:
             reason = f"{reason or 'nacked'} on attempt {attempt} of {self.max_attempts}"
-            await self._bury(state, lease.where, lease.envelope, attempt, reason)
+            await self._bury(state, lease.token, lease.envelope, attempt, reason)
             return
         again = pack(msgspec.structs.replace(lease.envelope, attempt=attempt + 1))
         mode, delay_ms = ("later", math.ceil(delay * 1000)) if delay > 0 else ("now", 0)
-        await self._store.end(state.prefix, state.group, lease.where, mode, delay_ms, again)
+        await self._store.end(state.prefix, state.group, lease.token, mode, delay_ms, again)
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""
         lease = self._end_lease(delivery)
         if lease is not None:
-            await self._bury(lease.state, lease.where, lease.envelope, lease.attempt, reason)
+            await self._bury(lease.state, lease.token, lease.envelope, lease.attempt, reason)
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """Read up to `limit` dead letters of `topic`, oldest first."""
         state = self._topic(topic)
-        if limit <= 0:
-            return []
-        letters = []
-        for entry, fields in await self._store.dead_letters(state.prefix, "-", limit):
-            try:
-                envelope = unpack(fields.get(b"e", b""))
-            except PoisonMessage as exc:  # written there by someone else
-                letters.append(DeadLetter(entry.decode(), topic, fields, None, 0, exc.reason, 0.0))
-                continue
-            try:
-                payload = self._codec.decode(envelope.body)
-            except Exception:
-                payload = envelope.body
-            letters.append(
-                DeadLetter(
-                    envelope.id,
-                    topic,
-                    payload,
-                    envelope.key,
-                    envelope.attempt,
-                    envelope.reason or "",
-                    envelope.failed_at or 0.0,
-                    envelope.priority,
-                    envelope.created,
-                )
-            )
-        return letters
+        return await read_dead_letters(self._store, state.prefix, topic, self._codec, limit)
 
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
         """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
-        state = self._topic(topic)
-        chosen = None if ids is None else set(ids)
-        start, moved = "-", 0
-        while True:
-            page = await self._store.dead_letters(state.prefix, start, _CHUNK)
-            items = []
-            for entry, fields in page:
-                try:
-                    envelope = unpack(fields.get(b"e", b""))
-                except PoisonMessage:
-                    continue  # not ours to replay
-                if chosen is None or envelope.id in chosen:
-                    fresh = msgspec.structs.replace(envelope, attempt=1, reason=None, failed_at=None)
-                    items.append((entry, _lane(envelope.priority), envelope.key, pack(fresh)))
-            if items:
-                moved += await self._store.replay(state.prefix, items)
-            if len(page) < _CHUNK:
-                return moved
-            start = "(" + page[-1][0].decode()
+        return await replay_dead_letters(self._store, self._topic(topic).prefix, ids)
 
     async def pending(self, topic: str) -> int:
         """Messages of `topic` ready, delayed, held for their key or leased, across all workers."""

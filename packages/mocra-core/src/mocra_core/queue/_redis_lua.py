@@ -20,7 +20,14 @@ P bell           STREAM  n=<messages that became ready>; waiting consumers block
 
 A lease is the PEL entry of a stream entry: its owner (consumer) and delivery count. A delivery is
 current while the PEL still has its entry with the same owner and count; an ack, nack or dead-letter
-of anything else is stale and does nothing.
+of anything else is stale and does nothing. A take returns each leased entry as one string, a *lease
+token* followed by the body, and ack/nack/dead-letter pass the token back (one argument per delivery,
+so that the client parses and packs as little as it can):
+
+```
+token = L (16) . count (8 hex) . 'k' or '-' (has key) . #id (2 hex) . #key (8 hex) . id . key
+body  = 'e' . envelope  |  'g' . cmsgpack(fields)  (an entry without an envelope: garbage)
+```
 """
 
 from __future__ import annotations
@@ -64,7 +71,13 @@ local function release(key, ref)
 end
 local function owned(stream, group, consumer, id, count)
   local p = redis.pcall('XPENDING', stream, group, id, id, 1, consumer)
-  return type(p) == 'table' and p.err == nil and p[1] ~= nil and p[1][4] == tonumber(count)
+  return type(p) == 'table' and p.err == nil and p[1] ~= nil and p[1][4] == count
+end
+-- lane, entry id, delivery count, key (or false) of a lease token
+local function lease(token)
+  local n = tonumber(string.sub(token, 26, 27), 16)
+  local key = string.sub(token, 25, 25) == 'k' and string.sub(token, 36 + n)
+  return string.sub(token, 1, 16), string.sub(token, 36, 35 + n), tonumber(string.sub(token, 17, 24), 16), key
 end
 """
 
@@ -95,7 +108,7 @@ TAKE = (
     _PRELUDE
     + """
 -- ARGV: P, group, consumer, n, sweep (0/1), visibility ms, scan limit
--- Returns {entries (lane, id, delivery count, fields)..., again, more, due in ms (-1: none), busy, bell id}
+-- Returns {entries (token . body)..., again, more, due in ms (-1: none), busy, bell id}
 local group, consumer = ARGV[2], ARGV[3]
 local n, sweep, vt, limit = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 local now = now_ms()
@@ -109,10 +122,10 @@ local function field(fields, name)
   return false
 end
 local function emit(lane, id, count, fields)
-  out[#out + 1] = lane
-  out[#out + 1] = id
-  out[#out + 1] = count
-  out[#out + 1] = fields
+  local key, env = field(fields, 'k'), field(fields, 'e')
+  local head = lane .. string.format('%08x', count) .. (key and 'k' or '-')
+  head = head .. string.format('%02x%08x', #id, key and #key or 0) .. id .. (key or '')
+  out[#out + 1] = head .. (env and ('e' .. env) or ('g' .. cmsgpack.pack(fields)))
   got = got + 1
 end
 local function gone(ref)
@@ -209,7 +222,7 @@ if rung > 0 then
   ring(rung)
 end
 local again, due, busy, bell = 0, -1, 0, '0-0'
-if got == 0 then
+if got < n then
   if scanned >= limit then
     again = 1
   end
@@ -235,17 +248,17 @@ return {out, again, more, due, busy, bell}
 ACK = (
     _PRELUDE
     + """
--- ARGV: P, group, consumer, then per delivery: lane, entry id, delivery count, has key (0/1), key
+-- ARGV: P, group, consumer, lease tokens...
 local group, consumer = ARGV[2], ARGV[3]
 local rung = 0
-for i = 4, #ARGV, 5 do
-  local lane, id = ARGV[i], ARGV[i + 1]
+for i = 4, #ARGV do
+  local lane, id, count, key = lease(ARGV[i])
   local s = P .. 'q:' .. lane
-  if owned(s, group, consumer, id, ARGV[i + 2]) then
+  if owned(s, group, consumer, id, count) then
     redis.call('XACK', s, group, id)
     redis.call('XDEL', s, id)
-    if ARGV[i + 3] == '1' then
-      rung = rung + release(ARGV[i + 4], lane .. id)
+    if key then
+      rung = rung + release(key, lane .. id)
     end
   end
 end
@@ -259,18 +272,18 @@ return rung
 END = (
     _PRELUDE
     + """
--- ARGV: P, group, consumer, lane, entry id, delivery count, has key (0/1), key, mode, delay ms, envelope
+-- ARGV: P, group, consumer, lease token, mode, delay ms, envelope
 -- mode 'now': back to the tail of its lane (keeps its key); 'later': delayed; 'dead': to the DLQ.
-local group, consumer, lane, id = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local group, consumer = ARGV[2], ARGV[3]
+local lane, id, count, key = lease(ARGV[4])
 local s = P .. 'q:' .. lane
-if not owned(s, group, consumer, id, ARGV[6]) then
+if not owned(s, group, consumer, id, count) then
   return 0
 end
 redis.call('XACK', s, group, id)
 redis.call('XDEL', s, id)
-local key = ARGV[7] == '1' and ARGV[8]
 local ref = lane .. id
-local mode, env = ARGV[9], ARGV[11]
+local mode, env = ARGV[5], ARGV[7]
 if mode == 'now' then
   local new = add(lane, env, key)
   if key and redis.call('HGET', P .. 'keys', key) == ref then
@@ -280,7 +293,7 @@ if mode == 'now' then
   return 1
 end
 if mode == 'later' then
-  delay(now_ms() + tonumber(ARGV[10]), lane, key, env)
+  delay(now_ms() + tonumber(ARGV[6]), lane, key, env)
 else
   redis.call('XADD', P .. 'dlq', '*', 'e', env)
 end

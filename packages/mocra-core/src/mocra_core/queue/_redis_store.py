@@ -24,7 +24,7 @@ from ._redis_lua import ACK, END, PENDING, PUBLISH, REPLAY, TAKE
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-__all__ = ("Entry", "RedisStore", "Taken", "Where")
+__all__ = ("Entry", "RedisStore", "Taken")
 
 logger = logging.getLogger(__name__)
 
@@ -33,17 +33,36 @@ T = TypeVar("T")
 SCAN_LIMIT = 1000  # stream entries one take reads (or delayed messages it moves) at most
 _RETRYABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
-Where = tuple[bytes, bytes, int, "bytes | None"]
-"""A lease on the server: lane, stream entry id, delivery count and the entry's partition key field."""
-
 StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
 
 
 class Entry(NamedTuple):
-    """A stream entry a take leased: where it is, and its fields (`e`: envelope, `k`: key)."""
+    """A stream entry a take leased."""
 
-    where: Where
-    fields: dict[bytes, bytes]
+    lease: bytes  # the lease token that ack, nack and dead-letter pass back (see `_redis_lua.py`)
+    lane: bytes
+    id: bytes
+    deliveries: int  # 1 the first time, + 1 each time a lease expired
+    key: bytes | None  # its `k` field: the partition key
+    envelope: bytes | None  # its `e` field, or None (the entry's fields packed by cmsgpack)
+    fields: bytes  # the entry's fields in cmsgpack, when it has no `e`
+
+
+def _entry(record: bytes) -> Entry:
+    lane, count, has_key = record[:16], int(record[16:24], 16), record[24:25] == b"k"
+    end_of_id = 35 + int(record[25:27], 16)
+    end = end_of_id + int(record[27:35], 16)
+    body = record[end + 1 :]
+    is_envelope = record[end : end + 1] == b"e"
+    return Entry(
+        record[:end],
+        lane,
+        record[35:end_of_id],
+        count,
+        record[end_of_id:end] if has_key else None,
+        body if is_envelope else None,
+        b"" if is_envelope else body,
+    )
 
 
 class Taken(NamedTuple):
@@ -144,27 +163,19 @@ class RedisStore:
     async def take(self, prefix: str, group: str, n: int, *, sweep: bool, visibility_ms: int) -> Taken:
         """Lease up to `n` entries, highest lane first (XAUTOCLAIM expired ones first if `sweep`)."""
         args = [prefix, group, self.consumer, n, int(sweep), visibility_ms, SCAN_LIMIT]
-        flat, again, more, due, busy, bell = await self._script(self._take, args)
-        entries = []
-        for i in range(0, len(flat), 4):
-            fields = dict(zip(flat[i + 3][::2], flat[i + 3][1::2], strict=False))
-            entries.append(Entry((flat[i], flat[i + 1], flat[i + 2], fields.get(b"k")), fields))
+        records, again, more, due, busy, bell = await self._script(self._take, args)
+        entries = list(map(_entry, records))
         return Taken(entries, bool(again), bool(more), None if due < 0 else due / 1000, bool(busy), bell)
 
-    async def ack(self, prefix: str, group: str, leases: Sequence[Where]) -> None:
+    async def ack(self, prefix: str, group: str, leases: Sequence[bytes]) -> None:
         """End leases that are still current: their entries are gone, their keys released."""
-        args: list[Any] = [prefix, group, self.consumer]
-        for lane, entry, count, key in leases:
-            args += [lane, entry, count, *_key(key)]
-        await self._script(self._ack, args)
+        await self._script(self._ack, [prefix, group, self.consumer, *leases])
 
     async def end(
-        self, prefix: str, group: str, lease: Where, mode: str, delay_ms: int, envelope: bytes
+        self, prefix: str, group: str, lease: bytes, mode: str, delay_ms: int, envelope: bytes
     ) -> None:
         """End a lease if still current: `envelope` goes to its lane (`now`), `later` or the DLQ (`dead`)."""
-        lane, entry, count, key = lease
-        args = [prefix, group, self.consumer, lane, entry, count, *_key(key), mode, delay_ms, envelope]
-        await self._script(self._end, args)
+        await self._script(self._end, [prefix, group, self.consumer, lease, mode, delay_ms, envelope])
 
     async def replay(self, prefix: str, items: Sequence[tuple[bytes, str, str | None, bytes]]) -> int:
         """Move DLQ entries (entry id, lane, key, fresh envelope) back to their lanes; how many moved."""
