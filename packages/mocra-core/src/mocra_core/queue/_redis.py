@@ -29,9 +29,9 @@ How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
 - **Waiting.** Whatever makes messages ready XADDs to the topic's *bell* stream; one task per topic and
   process blocks on it with XREAD, the other waiting tasks wait for that one (`_redis_bell.Bell`).
 - **Round trips.** `publish` is one script per 1,000 messages, `consume` one (when something is
-  ready), `ack` one per topic; concurrent consumes, and concurrent acks, of one topic in one process
-  share a script call (`_redis_gather.Gather`), so many workers taking one message each cost about
-  as much as one worker taking a batch.
+  ready), `ack` one per topic; concurrent publishes, consumes and acks of one topic in one process
+  share a script call (`_redis_gather.Gather`), so many workers handling one message each cost about
+  as much as one worker handling a batch.
 - **Outages.** Every call retries connection errors for up to `reconnect_timeout` seconds (scripts are
   reloaded, consumer groups recreated), then raises `BackendUnavailable`.
 
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     from ._codec import Codec
-    from ._redis_store import Entry
+    from ._redis_store import Entry, Publish
 
 __all__ = ("RedisStreamsQueue",)
 
@@ -82,7 +82,7 @@ Took = tuple[list[Delivery], bytes, float]  # deliveries, the bell's last id, se
 
 
 class _Topic:
-    __slots__ = ("acks", "bell", "group", "name", "next_sweep", "prefix", "spares", "takes")
+    __slots__ = ("acks", "bell", "group", "name", "next_sweep", "prefix", "publishes", "spares", "takes")
 
     def __init__(self, name: str, prefix: str) -> None:
         self.name = name
@@ -90,8 +90,9 @@ class _Topic:
         self.group = ""
         self.next_sweep = 0.0  # event-loop time of the next XAUTOCLAIM sweep
         self.bell = Bell()
-        self.takes: Gather[int, Took]  # concurrent takes share a script call ...
-        self.acks: Gather[list[bytes], None]  # ... and so do concurrent acks
+        self.publishes: Gather[Publish, None]  # concurrent calls share a script call
+        self.takes: Gather[int, Took]
+        self.acks: Gather[list[bytes], None]
         self.spares: deque[tuple[float, Delivery]] = deque()  # leased for a consumer that was cancelled
 
 
@@ -205,6 +206,7 @@ class RedisStreamsQueue:
             if not isinstance(topic, str) or not topic or "\0" in topic:
                 raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
             state = _Topic(topic, f"{self.namespace}:{{{topic}}}:")
+            state.publishes = Gather(partial(self._publish_all, state))
             state.takes = Gather(partial(self._take_all, state), partial(self._keep, state))
             state.acks = Gather(partial(self._ack_all, state))
             self._topics[topic] = state
@@ -219,7 +221,7 @@ class RedisStreamsQueue:
         priority: int = 0,
         delay: float = 0.0,
     ) -> None:
-        """Add `payloads` to `topic`, in order, one script per 1,000 (see `QueueBackend.publish`)."""
+        """Add `payloads` to `topic`, in order (see `QueueBackend.publish`)."""
         state = self._topic(topic)
         if isinstance(payloads, (str, bytes)):
             raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
@@ -238,7 +240,11 @@ class RedisStreamsQueue:
         ]
         delay_ms = math.ceil(delay * 1000) if delay > 0 else 0
         for start in range(0, len(envelopes), _CHUNK):
-            await self._store.publish(state.prefix, lane_, delay_ms, key, envelopes[start : start + _CHUNK])
+            await state.publishes((lane_, delay_ms, key, envelopes[start : start + _CHUNK]))
+
+    async def _publish_all(self, state: _Topic, batches: list[Publish]) -> list[None]:
+        await self._store.publish(state.prefix, batches)
+        return [None] * len(batches)
 
     async def consume(
         self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0

@@ -84,23 +84,30 @@ end
 PUBLISH = (
     _PRELUDE
     + """
--- ARGV: P, lane, delay ms (0: none), has key (0/1), key, envelopes...
-local lane, ms = ARGV[2], tonumber(ARGV[3])
-local key = ARGV[4] == '1' and ARGV[5]
-redis.call('ZADD', P .. 'lanes', 'NX', 0, lane)
-if ms > 0 then
-  local due = now_ms() + ms
-  for i = 6, #ARGV do
-    delay(due, lane, key, ARGV[i])
+-- ARGV: P, then per publish: lane, delay ms (0: none), has key (0/1), key, count, envelopes...
+local i, ready, delayed, now = 2, 0, false, nil
+while i <= #ARGV do
+  local lane, ms, count = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 4])
+  local key = ARGV[i + 2] == '1' and ARGV[i + 3]
+  redis.call('ZADD', P .. 'lanes', 'NX', 0, lane)
+  if ms > 0 then
+    now = now or now_ms()
+    for j = i + 5, i + 4 + count do
+      delay(now + ms, lane, key, ARGV[j])
+    end
+    delayed = true
+  else
+    for j = i + 5, i + 4 + count do
+      add(lane, ARGV[j], key)
+    end
+    ready = ready + count
   end
-  ring(0)
-else
-  for i = 6, #ARGV do
-    add(lane, ARGV[i], key)
-  end
-  ring(#ARGV - 5)
+  i = i + 5 + count
 end
-return #ARGV - 5
+if ready > 0 or delayed then
+  ring(ready)
+end
+return ready
 """
 )
 

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._errors import BackendError, BackendUnavailable, ConfigError, redact
@@ -24,7 +24,7 @@ from ._redis_lua import ACK, END, PENDING, PUBLISH, REPLAY, TAKE
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-__all__ = ("Entry", "RedisStore", "Taken")
+__all__ = ("Entry", "Publish", "RedisStore", "Taken")
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,9 @@ SCAN_LIMIT = 1000  # stream entries one take reads (or delayed messages it moves
 _RETRYABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
+
+Publish = tuple[str, int, "str | None", "Sequence[bytes]"]
+"""One publish: lane, delay (ms, 0 for none), partition key, envelopes."""
 
 
 class Entry(NamedTuple):
@@ -112,10 +115,13 @@ class RedisStore:
         """
         try:
             with anyio.fail_after(self._connect_timeout + 1):
+                await self._redis.ping()
                 info = await self._redis.info("server")
+        except ResponseError:  # INFO not allowed (ACL): assume a recent server
+            info = {}
         except (RedisError, OSError, TimeoutError) as exc:
             raise BackendUnavailable("redis", self.url, f"cannot connect: {exc or 'timed out'}") from exc
-        version = tuple(int(x) for x in str(info.get("redis_version", "0.0")).split(".")[:2])
+        version = tuple(int(x) for x in str(info.get("redis_version", "6.2")).split(".")[:2])
         if version < (6, 2):
             raise BackendError("redis", self.url, f"needs Redis 6.2 or later (XAUTOCLAIM), found {version}")
 
@@ -154,11 +160,12 @@ class RedisStore:
     async def _script(self, script: Any, args: list[Any]) -> Any:
         return await self._run(partial(script, args=args))
 
-    async def publish(
-        self, prefix: str, lane: str, delay_ms: int, key: str | None, envelopes: Sequence[bytes]
-    ) -> None:
-        """Append envelopes to a lane (or the delayed set) in one script."""
-        await self._script(self._publish, [prefix, lane, delay_ms, *_key(key), *envelopes])
+    async def publish(self, prefix: str, batches: Sequence[Publish]) -> None:
+        """Append each batch of envelopes to its lane (or the delayed set), all in one script."""
+        args: list[Any] = [prefix]
+        for lane, delay_ms, key, envelopes in batches:
+            args += [lane, delay_ms, *_key(key), len(envelopes), *envelopes]
+        await self._script(self._publish, args)
 
     async def take(self, prefix: str, group: str, n: int, *, sweep: bool, visibility_ms: int) -> Taken:
         """Lease up to `n` entries, highest lane first (XAUTOCLAIM expired ones first if `sweep`)."""
