@@ -15,8 +15,9 @@ import anyio.abc
 import msgspec
 import pytest
 import redis.asyncio as aioredis
+from anyio import wait_all_tasks_blocked
 
-from mocra_core import BackendUnavailable
+from mocra_core import BackendUnavailable, ConfigError
 from mocra_core.queue import MsgpackCodec, RedisStreamsQueue, open_queue
 from mocra_core.queue._redis_gather import Gather
 
@@ -120,6 +121,20 @@ async def test_every_key_lives_under_the_namespace(namespace: str) -> None:
     async with native() as client:
         keys = [k async for k in client.scan_iter(match=f"*{namespace}*")]
     assert keys and all(k.startswith(f"{namespace}:{{{T}}}:".encode()) for k in keys)
+
+
+async def test_a_closing_worker_leaves_the_consumer_group_unless_it_holds_leases(namespace: str) -> None:
+    stream = f"{namespace}:{{{T}}}:q:{LANE0}"
+    async with open_(namespace) as queue:
+        await queue.publish(T, ["a", "b"])
+        async with open_(namespace) as holder:
+            [a] = await take(holder)  # never acked
+        [b] = await take(queue)
+        await queue.ack([b])
+    async with native() as client:
+        consumers = await client.xinfo_consumers(stream, "workers")
+    assert [c["pending"] for c in consumers] == [1]  # only the one holding "a" is left
+    assert a.payload == "a"
 
 
 # ------------------------------------------------------------------------------------ many workers
@@ -284,6 +299,12 @@ async def test_an_unreachable_server_is_reported_promptly_with_the_url_redacted(
     assert "127.0.0.1" in str(caught.value) and "secret" not in str(caught.value)
 
 
+def test_a_bad_url_is_a_config_error_with_the_password_redacted() -> None:
+    with pytest.raises(ConfigError, match="queue.url") as caught:
+        open_("unused", "redis://:secret@127.0.0.1:notaport/0")
+    assert "notaport" in str(caught.value) and "secret" not in str(caught.value)
+
+
 async def test_open_queue_gives_a_redis_queue(namespace: str) -> None:
     queue = open_queue(REDIS_URL, codec=MsgpackCodec(), namespace=namespace, visibility_timeout=7)
     assert isinstance(queue, RedisStreamsQueue)
@@ -403,7 +424,7 @@ async def gather_all(gather: Gather[int, int], items: list[int], results: dict[i
     async with anyio.create_task_group() as tg:
         for item in items:
             tg.start_soon(call, item)
-            await anyio.sleep(0.001)
+            await wait_all_tasks_blocked()
 
 
 async def test_gather_sends_a_lone_call_at_once_and_gathers_calls_made_meanwhile() -> None:
@@ -413,10 +434,10 @@ async def test_gather_sends_a_lone_call_at_once_and_gathers_calls_made_meanwhile
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(gather_all, gather, [1, 2, 3, 4], results)
-            await anyio.sleep(0.05)
+            await wait_all_tasks_blocked()
             assert sends.batches == [[1]]  # 2, 3, 4 wait for 1's round trip, together
             sends.release(0)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(1)
     assert sends.batches == [[1], [2, 3, 4]]
     assert results == {1: 10, 2: 20, 3: 30, 4: 40}
@@ -439,15 +460,15 @@ async def test_gather_leaves_out_a_member_cancelled_before_its_batch_is_sent() -
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(gather_all, gather, [1], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(call_in, doomed, gather, 3)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(gather_all, gather, [2], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             doomed.cancel()
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(0)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(1)
     assert sends.batches == [[1], [2]]
     assert results == {1: 10, 2: 20}
@@ -467,16 +488,16 @@ async def test_gather_hands_the_result_of_a_member_cancelled_in_flight_to_orphan
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(gather_all, gather, [1], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(gather_all, gather, [3], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(call_in, doomed, gather, 2)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(0)  # 1 returns; 3 sends [3, 2]
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             assert sends.batches == [[1], [3, 2]]
             doomed.cancel()
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(1)
     assert results == {1: 10, 3: 30}
     assert orphans == [20]
@@ -490,11 +511,11 @@ async def test_gather_members_call_again_when_their_sender_is_cancelled_mid_call
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(call_in, doomed, gather, 1)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(gather_all, gather, [2, 3], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             doomed.cancel()  # 1 is cancelled while it sends; 2 and 3 gathered behind it
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(1)
     assert sends.batches == [[1], [2, 3]]
     assert results == {2: 20, 3: 30}
@@ -508,15 +529,15 @@ async def test_gather_is_not_stuck_when_a_whole_gathering_batch_is_cancelled() -
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(gather_all, gather, [1], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(call_in, doomed, gather, 2)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             doomed.cancel()
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(0)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             tg.start_soon(gather_all, gather, [3], results)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()
             sends.release(1)
     assert sends.batches == [[1], [3]]
     assert results == {1: 10, 3: 30}

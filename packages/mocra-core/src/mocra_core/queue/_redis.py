@@ -439,4 +439,6 @@ class RedisStreamsQueue:
         for state in self._topics.values():
             state.bell.close()
         self._leases.clear()
-        await self._store.close()
+        await self._store.close(
+            [(state.prefix, state.group) for state in self._topics.values() if state.group]
+        )

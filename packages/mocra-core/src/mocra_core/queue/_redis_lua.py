@@ -32,7 +32,7 @@ body  = 'e' . envelope  |  'g' . cmsgpack(fields)  (an entry without an envelope
 
 from __future__ import annotations
 
-__all__ = ("ACK", "END", "PENDING", "PUBLISH", "REPLAY", "TAKE")
+__all__ = ("ACK", "END", "FORGET", "PENDING", "PUBLISH", "REPLAY", "TAKE")
 
 _PRELUDE = """
 local P = ARGV[1]
@@ -342,4 +342,28 @@ for _, lane in ipairs(redis.call('ZRANGE', P .. 'lanes', 0, -1)) do
   total = total + redis.call('XLEN', P .. 'q:' .. lane)
 end
 return total
+"""
+
+FORGET = """
+-- ARGV: P, group, consumer, idle ms.  Drops this consumer, and consumers idle that long, from the
+-- topic's consumer groups if they hold no lease (a consumer is created per process and lane).
+local P, group, me, idle = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local dropped = 0
+for _, lane in ipairs(redis.call('ZRANGE', P .. 'lanes', 0, -1)) do
+  local s = P .. 'q:' .. lane
+  local consumers = redis.pcall('XINFO', 'CONSUMERS', s, group)
+  if type(consumers) == 'table' and consumers.err == nil then
+    for _, c in ipairs(consumers) do
+      local info = {}
+      for i = 1, #c - 1, 2 do
+        info[c[i]] = c[i + 1]
+      end
+      if info['pending'] == 0 and (info['name'] == me or info['idle'] > idle) then
+        redis.call('XGROUP', 'DELCONSUMER', s, group, info['name'])
+        dropped = dropped + 1
+      end
+    end
+  end
+end
+return dropped
 """

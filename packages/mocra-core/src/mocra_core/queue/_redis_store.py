@@ -19,7 +19,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._errors import BackendError, BackendUnavailable, ConfigError, redact
-from ._redis_lua import ACK, END, PENDING, PUBLISH, REPLAY, TAKE
+from ._redis_lua import ACK, END, FORGET, PENDING, PUBLISH, REPLAY, TAKE
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -105,6 +105,7 @@ class RedisStore:
         register = self._redis.register_script
         self._publish, self._take, self._ack = register(PUBLISH), register(TAKE), register(ACK)
         self._end, self._replay, self._pending = register(END), register(REPLAY), register(PENDING)
+        self._forget = register(FORGET)
 
     async def connect(self) -> None:
         """Check that the server answers and is recent enough.
@@ -125,10 +126,22 @@ class RedisStore:
         if version < (6, 2):
             raise BackendError("redis", self.url, f"needs Redis 6.2 or later (XAUTOCLAIM), found {version}")
 
-    async def close(self) -> None:
-        """Close every connection, including those of blocked calls."""
+    async def close(self, groups: Sequence[tuple[str, str]] = ()) -> None:
+        """Close every connection, including those of blocked calls.
+
+        First (best effort, one second at most) drop this consumer from the consumer groups of the
+        (topic prefix, group) pairs in `groups` if it holds no lease there, and any consumer idle for a
+        day without leases.
+        """
         self.closed = True
         with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(1.0):
+                for prefix, group in groups:
+                    try:
+                        await self._forget(args=[prefix, group, self.consumer, 86_400_000])
+                    except (RedisError, OSError) as exc:
+                        logger.debug("could not drop consumer %s: %s", self.consumer, exc)
+                        break
             await self._redis.aclose()
 
     async def _run(self, call: Callable[[], Awaitable[T]]) -> T:
