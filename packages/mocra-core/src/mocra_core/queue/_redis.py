@@ -260,7 +260,7 @@ class RedisStreamsQueue:
         bell = state.bell
         deadline = anyio.current_time() + wait
         try:
-            if wait > 0 and bell.listening:  # a local listener found nothing ready: wait for its news
+            if wait > 0 and bell.listening and not state.spares:  # a listener found nothing: wait for news
                 if not await self._follow(bell, wait):
                     return []
             while True:
@@ -298,6 +298,7 @@ class RedisStreamsQueue:
         """What was leased for a consumer cancelled meanwhile goes to the next one."""
         now = anyio.current_time()
         state.spares.extend((now, delivery) for delivery in took[0])
+        state.bell.notify(len(took[0]))
 
     async def _take(self, state: _Topic, n: int) -> Took:
         """Lease what is ready; also returns the bell's last id and how long to listen at most."""
