@@ -13,6 +13,7 @@ def test_queue_exports() -> None:
         "LmdbQueue",
         "MemoryQueue",
         "MsgpackCodec",
+        "NatsJetStreamQueue",
         "QueueBackend",
         "RedisStreamsQueue",
         "open_queue",

@@ -1,6 +1,7 @@
 """Queues between crawl stages: the `QueueBackend` protocol, its backends and `open_queue`.
 
-Networked backends need their extra and are imported on first use: `RedisStreamsQueue` (`redis`).
+Networked backends need their extra and are imported on first use: `RedisStreamsQueue` (`redis`),
+`NatsJetStreamQueue` (`nats`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from ._memory import MemoryQueue
 from ._open import open_queue
 
 if TYPE_CHECKING:
+    from ._nats import NatsJetStreamQueue
     from ._redis import RedisStreamsQueue
 
 # name -> (module, extra, the driver package a missing extra leaves out)
-_LAZY = {"RedisStreamsQueue": ("._redis", "redis", "redis")}
+_LAZY = {
+    "RedisStreamsQueue": ("._redis", "redis", "redis"),
+    "NatsJetStreamQueue": ("._nats", "nats", "nats"),
+}
 
 __all__ = (
     "Codec",
@@ -29,6 +34,7 @@ __all__ = (
     "LmdbQueue",
     "MemoryQueue",
     "MsgpackCodec",
+    "NatsJetStreamQueue",
     "QueueBackend",
     "RedisStreamsQueue",
     "open_queue",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ("open_queue",)
 
-_LATER = ("nats", "kafka")
+_LATER = ("kafka",)
 
 
 def open_queue(
@@ -35,6 +35,7 @@ def open_queue(
     - `memory://` — a new `MemoryQueue` (each call is a separate queue).
     - `lmdb:///abs/dir` or `lmdb://rel/dir` — an `LmdbQueue` in that directory; needs `codec`.
     - `redis://host:port/db` or `rediss://...` — a `RedisStreamsQueue` (the `redis` extra); needs `codec`.
+    - `nats://host:port` (several: comma-separated) — a `NatsJetStreamQueue` (`nats` extra); needs `codec`.
 
     Args:
         url: The backend URL (the `queue.url` setting).
@@ -91,6 +92,22 @@ def open_queue(
                 raise
             raise MissingExtra("redis", f"queue URL {redact(url)!r}") from exc
         return RedisStreamsQueue(
+            url,
+            codec=codec,
+            namespace=namespace,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+        )
+    if scheme == "nats" and sep:
+        if codec is None:
+            raise ConfigError("queue.url", "a nats:// queue needs a codec for its payloads (codec=...)")
+        try:
+            from ._nats import NatsJetStreamQueue
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").partition(".")[0] != "nats":
+                raise
+            raise MissingExtra("nats", f"queue URL {redact(url)!r}") from exc
+        return NatsJetStreamQueue(
             url,
             codec=codec,
             namespace=namespace,

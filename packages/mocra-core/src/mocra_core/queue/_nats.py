@@ -1,0 +1,507 @@
+"""`NatsJetStreamQueue`: the `QueueBackend` contract on NATS JetStream (nats-py).
+
+How the contract maps onto JetStream (names in `_nats_wire.Names`):
+
+- **Messages** are msgpack `Envelope`s in one work stream per namespace, `{ns}-work`, with *work queue*
+  retention: a message is stored until it is acked, so the stream holds exactly the messages that are
+  ready, delayed or leased. Unkeyed messages go to `{ns}.q.{topic}.l.{lane}`, keyed ones to
+  `{ns}.q.{topic}.k.{hash of key}`.
+- **Consumers**: one durable pull consumer per (topic, group, lane) and per (topic, group, key), explicit
+  ack, `ack_wait = visibility_timeout`, unlimited deliveries. A topic with two groups is refused (a work
+  queue stream cannot hand one message to two consumers).
+- **Visibility timeout**: JetStream redelivers a message not acked within `ack_wait`. `attempt` is
+  the envelope's attempt plus the server's delivery count minus one, so expired leases and nacks both
+  count. A message seen with `attempt > max_attempts` (its last lease expired) is dead-lettered then.
+  Stale deliveries (acked already, or whose lease deadline has passed by this process's clock, less a
+  small margin for the trip from the server) are ignored locally: JetStream itself would accept an ack
+  from an expired delivery.
+- **nack** is `-NAK` with the delay; **delayed publish** stores the due time in a `Mocra-Due` header:
+  the message's first delivery is always held back with `-NAK {"delay": ...}` (not counted as an attempt).
+- **Priority lanes**: `consume` fetches lanes from the highest down, each with a `no_wait` pull request
+  for what is still missing; while it waits, a short lingering pull request per lane and waiting
+  consumer wakes it when the server has something (published, nacked, expired, due).
+- **Partition keys**: the key's consumer has `max_ack_pending = 1`, so the server hands out one message of
+  a key at a time, in stream order, to any process. Each process keeps one standing pull request per
+  active key; a key's next message is pushed to one of them when the key is free. Idle key consumers are
+  removed by the server after `max(1 h, 4 × visibility_timeout)` without pulls.
+- **DLQ**: `{ns}-dlq` (limits retention, so it can be read back), subject `{ns}.dlq.{topic}`; an entry is
+  the envelope with `reason` and `failed_at`, published (deduplicated by `Nats-Msg-Id`) before the
+  original is acked. `dead_letters` reads it in stream order; `replay` republishes and deletes entries.
+  A message that is not an envelope is dead-lettered with its raw bytes (`Mocra-Poison` header).
+- **pending** is the number of stored messages on the topic's work subjects (one stream info request).
+- **Wake-ups**: publishers also send a core-NATS "bell" on `{ns}.bell.{topic}` naming the lane or key, so
+  waiting consumers learn of lanes and keys they did not know.
+
+Deviations from the in-process backends: within one key, messages come in stream order whatever their
+lane; a nack with a delay, and a delayed publish, hold their key until they are due; a message the server
+delivered to a process that then closed (or that waited in its buffer until its lease ran out) comes
+back with `attempt + 1` without having been handed out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import secrets
+import time
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+import msgspec
+
+from .._errors import BackendError
+from ._delivery import DeadLetter, Delivery
+from ._envelope import Envelope, pack
+from ._nats_dlq import DeadLetterStore
+from ._nats_pull import Puller, Raw
+from ._nats_setup import Api, connect, ensure_streams
+from ._nats_wire import DUE_HEADER, Names, Replies, key_token, status_of
+from ._waiters import new_lease_token
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+    from typing import Literal, Self
+
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.js import JetStreamContext
+
+    from ._codec import Codec
+
+__all__ = ("NatsJetStreamQueue",)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _Lease:
+    __slots__ = ("attempt", "deadline", "puller", "raw")
+
+    def __init__(self, raw: Raw, attempt: int, deadline: float, puller: Puller) -> None:
+        self.raw = raw
+        self.attempt = attempt
+        self.deadline = deadline
+        self.puller = puller
+
+
+class NatsJetStreamQueue:
+    """A `QueueBackend` on NATS JetStream, shared by every worker process of a crawl.
+
+    Everything it creates (two streams, their consumers) is named after `namespace`; see the module
+    docstring for how leases, lanes, keys and the DLQ map onto JetStream. Needs a NATS server with
+    JetStream enabled (2.9 or newer) and runs on asyncio (nats-py).
+
+    Args:
+        url: `nats://[user:password@]host:port` (several servers: comma-separated).
+        codec: Turns payloads into bytes and back.
+        namespace: Prefix of every stream, subject and consumer (`A-Z a-z 0-9 _ -`).
+        visibility_timeout: Seconds a delivery may stay unacked before it comes back with `attempt + 1`.
+        max_attempts: Deliveries of one message before a nack or an expired lease dead-letters it.
+        storage: `"file"` (survives a server restart) or `"memory"` for the streams it creates.
+        timeout: Seconds to connect at start and to wait for the server's answer to one call (an outage
+            shorter than that is ridden out: calls are retried after the reconnect).
+
+    Raises:
+        BackendUnavailable: (on `async with`) the server cannot be reached within `timeout`.
+
+    Example:
+        >>> import anyio, nats, uuid
+        >>> from mocra_core.queue import MsgpackCodec
+        >>> url, namespace = "nats://127.0.0.1:4222", f"example-{uuid.uuid4().hex[:12]}"
+        >>> async def main():
+        ...     async with NatsJetStreamQueue(url, codec=MsgpackCodec(), namespace=namespace) as queue:
+        ...         await queue.publish("fetch", ["https://example.com/"])
+        ...         [delivery] = await queue.consume("fetch", group="download")
+        ...         await queue.ack([delivery])
+        ...         return delivery.payload, delivery.attempt, await queue.pending("fetch")
+        >>> anyio.run(main)
+        ('https://example.com/', 1, 0)
+        >>> async def drop():  # delete the example's streams
+        ...     nc = await nats.connect(url)
+        ...     for stream in (f"{namespace}-work", f"{namespace}-dlq"):
+        ...         await nc.jetstream().delete_stream(stream)
+        ...     await nc.close()
+        >>> anyio.run(drop)
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        codec: Codec,
+        namespace: str = "mocra",
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        storage: Literal["file", "memory"] = "file",
+        timeout: float = 5.0,
+    ) -> None:
+        if visibility_timeout <= 0:
+            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        if storage not in ("file", "memory"):
+            raise ValueError(f"storage must be 'file' or 'memory', got {storage!r}")
+        self.url = url
+        self.names = Names(namespace)
+        self.visibility_timeout = visibility_timeout
+        self.max_attempts = max_attempts
+        self._codec = codec
+        self._storage = storage
+        self._api = Api(url, timeout)
+        self._margin = min(0.1 * visibility_timeout, 1.0)  # a lease ends this much earlier locally
+        self._clock = time.monotonic
+        self._ids = itertools.count(1)
+        self._id_prefix = secrets.token_hex(6)
+        self._pullers: dict[tuple[str, str], Puller] = {}
+        self._starting: dict[tuple[str, str], anyio.Lock] = {}
+        self._leases: dict[int, _Lease] = {}
+        self._sweep_at = 0.0
+        self._nc: Client | None = None
+        self._js: JetStreamContext | None = None
+        self._replies: Replies | None = None
+        self._dlq: DeadLetterStore | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else ""
+        return f"<NatsJetStreamQueue {self.names.ns!r} at {self._redacted()!r}{state}>"
+
+    def _redacted(self) -> str:
+        return BackendError("nats", self.url, "").url
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self._connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _connect(self) -> None:
+        async def on_reconnect() -> None:
+            if self._replies is not None:
+                self._replies.reconnected()
+            for puller in self._pullers.values():
+                puller.reconnected()
+
+        name = f"mocra-{self.names.ns}"
+        nc = await connect(self.url, name=name, within=self._api.timeout, on_reconnect=on_reconnect)
+        self._nc = nc
+        self._js = nc.jetstream(timeout=min(self._api.timeout, 2.0))
+        try:
+            self._replies = Replies(nc, self.url)
+            await self._replies.start()
+            await ensure_streams(self._js, self.names, self._storage, self._api)
+            self._dlq = DeadLetterStore(self._js, self.names, self._codec, self._api)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await nc.close()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the connection; buffered messages are handed back, waiting consumers raise."""
+        if self._closed:
+            return
+        self._closed = self._api.closed = True
+        nc = self._nc
+        with anyio.CancelScope(shield=True):
+            handed_back: list[Raw] = []
+            for puller in self._pullers.values():
+                handed_back += await puller.close()
+            if nc is not None and not nc.is_closed:
+                try:
+                    for raw in handed_back:
+                        await nc.publish(raw.ack, b"-NAK")
+                    with anyio.move_on_after(self._api.timeout):
+                        await nc.close()
+                except Exception:  # closing: nothing left to do about it
+                    logger.debug("closing nats connection failed", exc_info=True)
+        self._pullers.clear()
+        self._leases.clear()
+
+    def _check(self) -> tuple[Client, Replies]:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._nc is None or self._replies is None:
+            raise RuntimeError("use the queue with `async with` first")
+        return self._nc, self._replies
+
+    # -- publishing ----------------------------------------------------------------------------------
+
+    async def publish(
+        self,
+        topic: str,
+        payloads: Sequence[object],
+        *,
+        key: str | None = None,
+        priority: int = 0,
+        delay: float = 0.0,
+    ) -> None:
+        """Add `payloads` to `topic`, in order (see `QueueBackend.publish`); one round trip per batch."""
+        nc, replies = self._check()
+        _check_topic(topic)
+        if isinstance(payloads, (str, bytes)):
+            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
+            raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
+        if not payloads:
+            return
+        names = self.names
+        if key is None:
+            subject, bell = names.lane_subject(topic, priority), f"l{priority}"
+        else:
+            kt = key_token(key)
+            subject, bell = names.key_subject(topic, kt), f"k{kt}"
+        created = time.time()
+        headers = {DUE_HEADER: repr(created + delay)} if delay > 0 else None
+        encode = self._codec.encode
+        prefix = self._id_prefix
+        ids = self._ids
+        requests = [
+            (
+                subject,
+                pack(
+                    Envelope(
+                        id=f"{prefix}{next(ids):x}",
+                        topic=topic,
+                        body=encode(payload),
+                        created=created,
+                        key=key,
+                        priority=priority,
+                    )
+                ),
+                headers,
+            )
+            for payload in payloads
+        ]
+        _check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
+        await nc.publish(names.bell_subject(topic), bell.encode())
+
+    # -- consuming -----------------------------------------------------------------------------------
+
+    async def _puller(self, topic: str, group: str) -> Puller:
+        nc, _ = self._check()
+        puller = self._pullers.get((topic, group))
+        if puller is not None:
+            return puller
+        _check_topic(topic)
+        if any(t == topic for t, _ in self._pullers):
+            other = next(g for t, g in self._pullers if t == topic)
+            raise ValueError(f"topic {topic!r} is consumed by group {other!r}, not {group!r}")
+        lock = self._starting.setdefault((topic, group), anyio.Lock())
+        async with lock:
+            puller = self._pullers.get((topic, group))
+            if puller is None:
+                assert self._js is not None
+                puller = Puller(
+                    nc,
+                    self._js,
+                    self.names,
+                    topic,
+                    group,
+                    visibility_timeout=self.visibility_timeout,
+                    clock=self._clock,
+                    call=self._api,
+                )
+                puller.timeout = self._api.timeout
+                await puller.start()
+                self._pullers[(topic, group)] = puller
+        return puller
+
+    async def consume(
+        self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
+    ) -> Sequence[Delivery]:
+        """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`)."""
+        if max_messages < 1:
+            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        puller = await self._puller(topic, group)
+        deadline = anyio.current_time() + wait
+        generation = puller.generation
+        raws = await puller.fetch(max_messages)
+        while True:
+            self._check()
+            found = await self._admit(puller, raws)
+            if found or anyio.current_time() >= deadline:
+                return found
+            if puller.generation == generation and not await puller.wait(deadline):
+                return []
+            if puller.generation != generation:  # new lanes or keys, or a reconnect: ask the server
+                generation = puller.generation
+                raws = await puller.fetch(max_messages)
+            else:
+                raws = puller.take_buffered(max_messages)
+
+    async def _admit(self, puller: Puller, raws: list[Raw]) -> list[Delivery]:
+        """Turn delivered messages into deliveries; poison, overdue and not-yet-due ones are dealt with."""
+        if not raws:
+            return []
+        nc, _ = self._check()
+        now = self._clock()
+        deliveries: list[Delivery] = []
+        dead: list[tuple[Raw, int, str]] = []
+        decode = self._codec.decode
+        latest = now - self.visibility_timeout + self._margin
+        for raw in raws:
+            env = raw.envelope
+            if raw.received < latest:
+                continue  # waited in the buffer until its lease ran out: the server redelivers it
+            if env is None:
+                dead.append((raw, raw.info.delivered, raw.problem or "undecodable"))
+                continue
+            held = raw.due is not None
+            if held and raw.info.delivered == 1:
+                delay = max((raw.due or 0.0) - time.time(), 0.0)
+                await nc.publish(raw.ack, f'-NAK {{"delay": {int(delay * 1e9)}}}'.encode())
+                continue
+            attempt = env.attempt + raw.info.delivered - 1 - held
+            if attempt > self.max_attempts:
+                reason = f"lease expired (visibility timeout {self.visibility_timeout:g} s)"
+                dead.append((raw, attempt - 1, f"{reason} on attempt {attempt - 1} of {self.max_attempts}"))
+                continue
+            try:
+                payload = decode(env.body)
+            except Exception as exc:  # any codec failure makes a poison message
+                dead.append((raw, attempt, f"undecodable payload: {exc}"))
+                continue
+            token = new_lease_token()
+            self._leases[token] = _Lease(
+                raw, attempt, raw.received + self.visibility_timeout - self._margin, puller
+            )
+            deliveries.append(
+                Delivery(env.id, puller.topic, payload, env.key, env.priority, attempt, env.created, token)
+            )
+        if dead:
+            await self._bury(puller.topic, dead)
+        if now >= self._sweep_at:
+            self._sweep(now)
+        return deliveries
+
+    def _sweep(self, now: float) -> None:
+        self._sweep_at = now + min(self.visibility_timeout, 60.0)
+        for token in [t for t, lease in self._leases.items() if lease.deadline <= now]:
+            del self._leases[token]
+
+    def _end(self, delivery: Delivery) -> _Lease | None:
+        """The live lease of `delivery`, removed; `None` if stale (ended, or past its deadline)."""
+        self._check()
+        lease = self._leases.pop(delivery._lease, None)
+        if lease is None or lease.deadline <= self._clock() or lease.puller.topic != delivery.topic:
+            return None
+        return lease
+
+    async def ack(self, deliveries: Sequence[Delivery]) -> None:
+        """Finish `deliveries`; stale ones are ignored. One round trip per batch."""
+        _, replies = self._check()
+        leases = [lease for lease in map(self._end, deliveries) if lease is not None]
+        await replies.request_all([(lease.raw.ack, b"+ACK", None) for lease in leases], self._api.timeout)
+        for lease in leases:
+            if lease.raw.kt is not None:
+                lease.puller.key_released(lease.raw.kt, more=lease.raw.info.pending > 0)
+
+    async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
+        """Hand `delivery` back for a later attempt, or to the DLQ (see `QueueBackend.nack`)."""
+        _, replies = self._check()
+        lease = self._end(delivery)
+        if lease is None:
+            return
+        if lease.attempt >= self.max_attempts:
+            why = f"{reason or 'nacked'} on attempt {lease.attempt} of {self.max_attempts}"
+            await self._bury(delivery.topic, [(lease.raw, lease.attempt, why)])
+        else:
+            body = f'-NAK {{"delay": {int(delay * 1e9)}}}'.encode() if delay > 0 else b"-NAK"
+            await replies.request_all([(lease.raw.ack, body, None)], self._api.timeout)
+        if lease.raw.kt is not None:
+            lease.puller.key_released(lease.raw.kt, more=delay <= 0 or lease.raw.info.pending > 0)
+
+    async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
+        """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""
+        lease = self._end(delivery)
+        if lease is None:
+            return
+        await self._bury(delivery.topic, [(lease.raw, lease.attempt, reason)])
+        if lease.raw.kt is not None:
+            lease.puller.key_released(lease.raw.kt, more=lease.raw.info.pending > 0)
+
+    async def _bury(self, topic: str, dead: list[tuple[Raw, int, str]]) -> None:
+        """Publish DLQ entries, then ack the originals."""
+        _, replies = self._check()
+        assert self._dlq is not None
+        requests = [self._dlq.entry(topic, raw, attempt, reason) for raw, attempt, reason in dead]
+        _check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
+        await replies.request_all([(raw.ack, b"+ACK", None) for raw, _, _ in dead], self._api.timeout)
+
+    # -- the DLQ and accounting ----------------------------------------------------------------------
+
+    async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
+        """Read up to `limit` dead letters of `topic`, oldest first."""
+        self._check()
+        _check_topic(topic)
+        assert self._dlq is not None
+        return [letter for _, letter, _ in await self._dlq.read(topic, limit)]
+
+    async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
+        """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
+        nc, replies = self._check()
+        _check_topic(topic)
+        assert self._dlq is not None
+        entries = await self._dlq.read(topic, None)
+        if ids is not None:
+            wanted = set(ids)
+            entries = [entry for entry in entries if entry[1].id in wanted]
+        if not entries:
+            return 0
+        requests: list[tuple[str, bytes, dict[str, str] | None]] = []
+        bells: set[str] = set()
+        for _, _letter, env in entries:
+            if env.key is None:
+                subject, bell = self.names.lane_subject(topic, env.priority), f"l{env.priority}"
+            else:
+                kt = key_token(env.key)
+                subject, bell = self.names.key_subject(topic, kt), f"k{kt}"
+            fresh = msgspec.structs.replace(env, attempt=1, reason=None, failed_at=None)
+            requests.append((subject, pack(fresh), None))
+            bells.add(bell)
+        _check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
+        await self._dlq.delete([seq for seq, _, _ in entries])
+        for bell in sorted(bells):
+            await nc.publish(self.names.bell_subject(topic), bell.encode())
+        return len(entries)
+
+    async def pending(self, topic: str) -> int:
+        """Messages of `topic` ready, delayed or leased (one request to the server)."""
+        self._check()
+        _check_topic(topic)
+        js, names = self._js, self.names
+        assert js is not None
+        info = await self._api(
+            "count messages",
+            lambda: js.stream_info(names.work_stream, subjects_filter=names.topic_subjects(topic)),
+        )
+        return sum((info.state.subjects or {}).values())
+
+
+def _check_topic(topic: str) -> None:
+    if not isinstance(topic, str) or not topic or "\0" in topic:
+        raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
+
+
+def _check_stored(url: str, replies: list[Msg | None]) -> None:
+    """Raise if a JetStream publish was refused."""
+    for reply in replies:
+        if reply is None:
+            continue
+        status = status_of(reply)
+        if status is not None:
+            raise BackendError("nats", url, f"publish refused: status {status} (no stream for the subject?)")
+        if b'"error"' in reply.data:
+            error = json.loads(reply.data).get("error", {})
+            raise BackendError("nats", url, f"publish refused: {error.get('description', error)}")

@@ -1,0 +1,442 @@
+"""`Puller`: how one `(topic, group)` of a `NatsJetStreamQueue` gets messages out of JetStream.
+
+Lanes are fetched on demand (`no_wait` pull requests, highest lane first); while a `consume` waits, each
+lane carries one lingering pull request (`expires` at most `LINGER`) per waiting consumer. Each active
+partition key gets one lingering pull request of this process (batch 1) on its consumer
+(`max_ack_pending=1`) at every `fetch` and while consumers wait, so the server pushes the key's next
+message as soon as the key is free. What arrives that way is kept in `buffer`: it is already leased to
+this process and handed out by its next `consume`, merged by lane and stream order. A request outlives
+the call that made it by at most `LINGER` seconds, which bounds how long a process that stopped
+consuming can still catch messages.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+import nats.js.api as jsapi
+import nats.js.errors
+
+from .._errors import BackendError, PoisonMessage
+from ._envelope import Envelope, unpack
+from ._nats_wire import DUE_HEADER, parse_ack_subject, status_of
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.aio.subscription import Subscription
+    from nats.js import JetStreamContext
+
+    from ._nats_wire import AckInfo, Call, Names
+
+__all__ = ("Puller", "Raw")
+
+logger = logging.getLogger(__name__)
+
+LINGER = 1.0
+"""Seconds a waiting consumer's pull request lingers on a lane before it is renewed."""
+SETTLE = 0.25
+"""Seconds `fetch` waits at most for a key message the server is known to be pushing right now."""
+REDISCOVER = 1.0
+"""Least seconds between two listings of a topic's subjects."""
+_NEXT = "$JS.API.CONSUMER.MSG.NEXT"
+
+
+class Raw:
+    """A message JetStream delivered to this process (leased to it), not yet handed out."""
+
+    __slots__ = ("ack", "data", "due", "envelope", "info", "kt", "priority", "problem", "received")
+
+    def __init__(self, msg: Msg, info: AckInfo, kt: str | None, lane: int, received: float) -> None:
+        self.ack = msg.reply
+        self.info = info
+        self.kt = kt
+        self.received = received
+        self.data = msg.data
+        headers = msg.headers
+        due = headers.get(DUE_HEADER) if headers else None
+        self.due = float(due) if due else None
+        self.problem: str | None = None
+        self.envelope: Envelope | None = None
+        try:
+            self.envelope = unpack(msg.data)
+        except PoisonMessage as exc:
+            self.problem = exc.reason
+        self.priority = lane if self.envelope is None or kt is None else self.envelope.priority
+
+    def order(self) -> tuple[int, int]:
+        """Sort key: highest lane first, then stream order."""
+        return (-self.priority, self.info.seq)
+
+
+class _Key:
+    __slots__ = ("consumer", "expect_until", "request")
+
+    def __init__(self) -> None:
+        self.consumer: str | None = None  # durable name once ensured
+        self.request: str | None = None  # id of this process's lingering pull request
+        self.expect_until = 0.0  # the server should be pushing a message of this key to us until then
+
+
+class Puller:
+    """Fetches, buffers and waits for the messages of one topic for one group (see the module doc)."""
+
+    def __init__(
+        self,
+        nc: Client,
+        js: JetStreamContext,
+        names: Names,
+        topic: str,
+        group: str,
+        *,
+        visibility_timeout: float,
+        clock: Callable[[], float],
+        call: Call,
+    ) -> None:
+        self.topic = topic
+        self.group = group
+        self._nc = nc
+        self._js = js
+        self._names = names
+        self._vis = visibility_timeout
+        self._clock = clock
+        self._call = call
+        self._inbox = nc.new_inbox()
+        self._ids = itertools.count(1)
+        self.lanes: dict[int, str | None] = {}  # lane -> durable name once ensured
+        self.keys: dict[str, _Key] = {}
+        self.buffer: list[Raw] = []
+        self._requests: dict[str, tuple[str, int | str]] = {}  # request id -> ("l", lane) | ("k", kt)
+        self._lingering: dict[int, list[tuple[str, float]]] = {}  # lane -> (request id, expiry), oldest first
+        self._waiting = 0
+        self._wake = anyio.Event()
+        self.generation = 0  # +1 when lanes or keys appear: waiters must fetch, not only read the buffer
+        self._discover_at = 0.0  # 0: list the subjects at the next fetch
+        self._subs: list[Subscription] = []
+        self._preparing = anyio.Lock()
+        self._inflight: set[anyio.Event] = set()  # `no_wait` fetches waiting for their answer
+        self.timeout = 5.0  # seconds a `no_wait` fetch waits for the server's answer
+        self.closed = False
+
+    async def start(self) -> None:
+        """Subscribe to this puller's inbox and to the topic's bell."""
+        self._subs.append(await self._nc.subscribe(self._inbox + ".*", cb=self._on_msg))
+        self._subs.append(await self._nc.subscribe(self._names.bell_subject(self.topic), cb=self._on_bell))
+
+    async def close(self) -> list[Raw]:
+        """Stop receiving; returns the buffered messages (still leased: hand them back)."""
+        self.closed = True
+        self._notify(topology=True)
+        for sub in self._subs:
+            try:
+                await sub.unsubscribe()
+            except Exception:  # the connection may be gone already
+                logger.debug("unsubscribe failed", exc_info=True)
+        buffered, self.buffer = self.buffer, []
+        return buffered
+
+    def reconnected(self) -> None:
+        """The connection came back: the server forgot our pull requests; list and ask again."""
+        self._requests.clear()
+        self._lingering.clear()
+        for key in self.keys.values():
+            key.request = None
+        self._discover_at = 0.0
+        for done in self._inflight:  # their requests may have been lost with the old connection
+            done.set()
+        self._notify(topology=True)
+
+    # -- arrivals ------------------------------------------------------------------------------------
+
+    def _notify(self, *, topology: bool = False) -> None:
+        if topology:
+            self.generation += 1
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    async def _on_msg(self, msg: Msg) -> None:
+        status = status_of(msg)
+        if status is not None or not msg.reply:
+            self._request_ended(msg.subject[len(self._inbox) + 1 :], status)
+            return
+        info = parse_ack_subject(msg.reply)
+        if info is None:
+            return
+        kt, lane = self._origin(msg.subject)
+        self.buffer.append(Raw(msg, info, kt, lane, self._clock()))
+        if kt is not None:
+            key = self.keys.get(kt)
+            if key is not None:
+                key.expect_until = 0.0
+                if key.request is not None:
+                    self._requests.pop(key.request, None)
+                    key.request = None
+        else:
+            lingering = self._lingering.get(lane)
+            if lingering:  # the server serves one consumer's requests in order: our oldest one is done
+                self._requests.pop(lingering.pop(0)[0], None)
+        self._notify()
+
+    def _origin(self, subject: str) -> tuple[str | None, int]:
+        kind, _, token = subject.rpartition(".")
+        if kind.endswith(".k"):
+            return token, 0
+        try:
+            return None, int(token)
+        except ValueError:
+            return None, 0
+
+    def _request_ended(self, rid: str, status: str | None) -> None:
+        origin = self._requests.pop(rid, None)
+        if origin is None or status == "100":  # unknown, or an idle heartbeat
+            return
+        kind, which = origin
+        if kind == "l":
+            lingering = self._lingering.get(int(which), [])
+            lingering[:] = [entry for entry in lingering if entry[0] != rid]
+            if self._waiting and not self.closed:
+                self._notify()  # a waiter renews it
+        else:
+            key = self.keys.get(str(which))
+            if key is not None and key.request == rid:
+                key.request = None
+                key.expect_until = 0.0
+                if self._waiting and not self.closed:
+                    self._notify()  # a waiter renews it
+
+    async def _on_bell(self, msg: Msg) -> None:
+        token = msg.data.decode()
+        kind, rest = token[:1], token[1:]
+        if kind == "l":
+            lane = int(rest)
+            if lane not in self.lanes:
+                self.lanes[lane] = None
+                self._notify(topology=True)
+        elif kind == "k":
+            key = self.keys.get(rest)
+            if key is None or key.request is None:
+                self.keys.setdefault(rest, _Key())
+                self._notify(topology=True)
+
+    # -- asking --------------------------------------------------------------------------------------
+
+    async def _pull(self, consumer: str, request: dict[str, object], reply: str) -> None:
+        subject = f"{_NEXT}.{self._names.work_stream}.{consumer}"
+        await self._nc.publish(subject, json.dumps(request).encode(), reply=reply)
+
+    async def _ask_key(self, kt: str, key: _Key, seconds: float = LINGER) -> None:
+        if key.consumer is None or key.request is not None or self.closed:
+            return
+        rid = f"k{next(self._ids)}"
+        key.request = rid
+        self._requests[rid] = ("k", kt)
+        await self._pull(key.consumer, {"batch": 1, "expires": int(seconds * 1e9)}, f"{self._inbox}.{rid}")
+
+    def key_released(self, kt: str, *, more: bool) -> None:
+        """This process ended the lease of a key message; `more`: the key has further messages."""
+        key = self.keys.get(kt)
+        if key is not None and more:
+            key.expect_until = self._clock() + SETTLE
+
+    async def _ensure(self, part: str, subject: str, *, max_ack_pending: int) -> jsapi.ConsumerInfo:
+        name = self._names.consumer(self.topic, self.group, part)
+        config = jsapi.ConsumerConfig(
+            name=name,
+            durable_name=name,
+            description=f"mocra topic={self.topic!r} group={self.group!r} {part}"[:256],
+            deliver_policy=jsapi.DeliverPolicy.ALL,
+            ack_policy=jsapi.AckPolicy.EXPLICIT,
+            ack_wait=self._vis,
+            max_deliver=-1,
+            filter_subject=subject,
+            max_ack_pending=max_ack_pending,
+            max_waiting=4096,
+            inactive_threshold=max(3600.0, 4 * self._vis),
+        )
+        try:
+            info = await self._call(
+                "create a consumer", lambda: self._js.add_consumer(self._names.work_stream, config)
+            )
+        except BackendError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, nats.js.errors.APIError) and cause.err_code == 10100:
+                raise ValueError(
+                    f"topic {self.topic!r} is consumed by another group than {self.group!r}"
+                ) from None
+            raise
+        assert isinstance(info, jsapi.ConsumerInfo)
+        return info
+
+    async def _discover(self) -> None:
+        now = self._clock()
+        if self._discover_at > now:
+            return
+        self._discover_at = now + REDISCOVER
+        names = self._names
+        info = await self._call(
+            "list subjects",
+            lambda: self._js.stream_info(names.work_stream, subjects_filter=names.topic_subjects(self.topic)),
+        )
+        assert isinstance(info, jsapi.StreamInfo)
+        seen: set[str] = set()
+        known = len(self.lanes), len(self.keys)
+        for subject, count in (info.state.subjects or {}).items():
+            if not count:
+                continue
+            kt, lane = self._origin(subject)
+            if kt is None:
+                self.lanes.setdefault(lane, None)
+            else:
+                seen.add(kt)
+                self.keys.setdefault(kt, _Key())
+        if (len(self.lanes), len(self.keys)) != known:
+            self._notify(topology=True)
+        for kt, key in list(self.keys.items()):
+            if kt not in seen and key.request is None and not key.expect_until:
+                del self.keys[kt]  # empty: forget it until a bell names it again
+
+    async def _prepare(self) -> None:
+        """Ensure consumers of new lanes and keys; give every key its standing request."""
+        async with self._preparing:
+            await self._prepare_now()
+
+    async def _prepare_now(self) -> None:
+        if self._discover_at <= self._clock():
+            await self._discover()
+        for lane, consumer in list(self.lanes.items()):
+            if consumer is None:
+                subject = self._names.lane_subject(self.topic, lane)
+                await self._ensure(f"l{lane}", subject, max_ack_pending=-1)
+                self.lanes[lane] = self._names.consumer(self.topic, self.group, f"l{lane}")
+        for kt, key in list(self.keys.items()):
+            if key.consumer is None:
+                subject = self._names.key_subject(self.topic, kt)
+                info = await self._ensure(f"k{kt}", subject, max_ack_pending=1)
+                key.consumer = info.name
+                if not info.num_ack_pending and info.num_pending:
+                    key.expect_until = self._clock() + SETTLE
+            if key.request is None:
+                await self._ask_key(kt, key)
+
+    # -- fetching ------------------------------------------------------------------------------------
+
+    async def _fetch_lane(self, lane: int, batch: int) -> list[Raw]:
+        consumer = self.lanes[lane]
+        assert consumer is not None
+        got: list[Raw] = []
+        done = anyio.Event()
+        clock = self._clock
+
+        async def on_msg(msg: Msg) -> None:
+            if status_of(msg) is not None or not msg.reply:
+                done.set()
+                return
+            info = parse_ack_subject(msg.reply)
+            if info is not None:
+                got.append(Raw(msg, info, None, lane, clock()))
+            if len(got) >= batch:
+                done.set()
+
+        inbox = self._nc.new_inbox()
+        sub = await self._nc.subscribe(inbox, cb=on_msg)
+        self._inflight.add(done)
+        try:
+            await self._pull(consumer, {"batch": batch, "no_wait": True}, inbox)
+            with anyio.move_on_after(self.timeout) as scope:
+                await done.wait()
+            if scope.cancelled_caught:
+                logger.debug("no answer from lane %s of %r", lane, self.topic)
+        finally:
+            self._inflight.discard(done)
+            await sub.unsubscribe()
+        return got
+
+    async def _settle(self) -> None:
+        now = self._clock()
+        until = max((key.expect_until for key in self.keys.values()), default=0.0)
+        while until > now and not self.closed:
+            with anyio.move_on_after(until - now):
+                await self._wake.wait()
+            now = self._clock()
+            until = max((key.expect_until for key in self.keys.values()), default=0.0)
+
+    async def fetch(self, n: int) -> list[Raw]:
+        """Lease up to `n` messages now: buffered and fetched, highest lane first, then stream order."""
+        await self._prepare()
+        await self._settle()
+        chosen: list[Raw] = []
+        buffer = self.buffer
+        lanes = sorted(set(self.lanes) | {raw.priority for raw in buffer}, reverse=True)
+        for lane in lanes:
+            need = n - len(chosen)
+            if need <= 0:
+                break
+            here = [raw for raw in buffer if raw.priority == lane]
+            if here:
+                buffer[:] = [raw for raw in buffer if raw.priority != lane]
+            if len(here) < need and lane in self.lanes:
+                here += await self._fetch_lane(lane, need)
+            here.sort(key=Raw.order)
+            chosen += here[:need]
+            buffer += here[need:]
+        return chosen
+
+    def take_buffered(self, n: int) -> list[Raw]:
+        """Up to `n` buffered messages, highest lane first."""
+        buffer = self.buffer
+        if not buffer:
+            return []
+        buffer.sort(key=Raw.order)
+        chosen = buffer[:n]
+        del buffer[:n]
+        return chosen
+
+    # -- waiting -------------------------------------------------------------------------------------
+
+    async def _linger(self, seconds: float) -> None:
+        """Make sure every lane has a lingering pull request per waiting consumer."""
+        seconds = max(min(seconds, LINGER), 0.01)
+        now = self._clock()
+        for lane, consumer in self.lanes.items():
+            if consumer is None:
+                continue
+            lingering = self._lingering.setdefault(lane, [])
+            while lingering and lingering[0][1] < now:  # expired long ago: its status got lost
+                self._requests.pop(lingering.pop(0)[0], None)
+            while len(lingering) < self._waiting:
+                rid = f"l{next(self._ids)}"
+                self._requests[rid] = ("l", lane)
+                lingering.append((rid, now + seconds + 1.0))
+                await self._pull(
+                    consumer, {"batch": 1, "expires": int(seconds * 1e9)}, f"{self._inbox}.{rid}"
+                )
+        for kt, key in list(self.keys.items()):
+            await self._ask_key(kt, key, seconds)
+
+    async def wait(self, deadline: float) -> bool:
+        """Wait until something arrives or the topology changes (True), or until `deadline` (False).
+
+        `deadline` is on the event loop's clock. Raises `anyio.ClosedResourceError` once closed.
+        """
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if self.buffer:
+            return True
+        self._waiting += 1
+        try:
+            wake = self._wake
+            await self._linger(deadline - anyio.current_time())
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                await wake.wait()
+                return True
+            return False
+        finally:
+            self._waiting -= 1
+            if self.closed:
+                raise anyio.ClosedResourceError
