@@ -8,6 +8,7 @@ exists — the seen set.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from ._jobdir import JobDir
 
 __all__ = ("is_shared", "job_name", "open_coordination", "open_queue_for", "open_seen")
+
+
+def _namespace(job: str) -> str:
+    """The backend namespace of a job: `mocra-<job>` with anything but letters, digits, `-`, `_` replaced."""
+    return "mocra-" + re.sub(r"[^A-Za-z0-9_-]", "_", job)
 
 
 def _scheme(url: str) -> str:
@@ -47,7 +53,7 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
         return open_queue(
             queue.url,
             codec=EngineCodec(),
-            namespace=f"mocra.{name}",
+            namespace=_namespace(name),
             visibility_timeout=queue.visibility_timeout,
             max_attempts=queue.max_attempts,
         )
@@ -83,7 +89,7 @@ def open_coordination(settings: Settings, job: JobDir | None, name: str) -> Coor
     if scheme in ("redis", "rediss"):
         from ..coordination import RedisCoordination
 
-        return RedisCoordination(url, namespace=f"mocra.{name}")
+        return RedisCoordination(url, namespace=_namespace(name))
     raise ConfigError("coordination.url", f"unknown scheme {scheme!r}; expected memory, lmdb or redis")
 
 
@@ -94,7 +100,7 @@ def open_seen(settings: Settings, job: JobDir | None, coordination: Coordination
         if _scheme(redis_url) in ("redis", "rediss"):
             from ..dedup import RedisSeenSet
 
-            return RedisSeenSet(redis_url, namespace=f"mocra.{name}")
+            return RedisSeenSet(redis_url, namespace=_namespace(name))
         return CoordinationSeenSet(coordination)
     if job is not None:
         return job.open_seen()
