@@ -406,3 +406,12 @@ def test_unknown_downloader_name_fails_at_build(builder: MocraBuilder) -> None:
 
     with pytest.raises(ConfigError, match="no downloader named 'nope'"):
         builder.spider(Special("http://127.0.0.1:9/")).build()
+
+
+async def test_shared_queue_without_shared_coordination_is_a_clear_error(builder: MocraBuilder) -> None:
+    from mocra_core import ConfigError
+
+    with pytest.raises(ConfigError, match="coordination.url"):
+        await (
+            builder.set("queue.url=kafka://127.0.0.1:9").spider(LinkSpider("http://127.0.0.1:9/")).run_async()
+        )

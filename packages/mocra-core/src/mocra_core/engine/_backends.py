@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..queue import QueueBackend
     from ._jobdir import JobDir
 
-__all__ = ("is_shared", "job_name", "open_coordination", "open_queue_for", "open_seen")
+__all__ = ("check_backends", "is_shared", "job_name", "open_coordination", "open_queue_for", "open_seen")
 
 
 def _namespace(job: str) -> str:
@@ -65,22 +65,32 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
     return MemoryQueue(visibility_timeout=queue.visibility_timeout, max_attempts=queue.max_attempts)
 
 
+def check_backends(settings: Settings) -> None:
+    """Fail before connecting to anything when the queue and coordination settings cannot work together.
+
+    Raises:
+        ConfigError: a shared NATS or Kafka queue without a shared coordination store.
+    """
+    shared_store = settings.coordination.url is not None or settings.crawl.job_dir is not None
+    scheme = _scheme(settings.queue.url)
+    if is_shared(settings) and scheme not in ("redis", "rediss") and not shared_store:
+        raise ConfigError(
+            "coordination.url",
+            f"workers sharing a {scheme} queue need a shared coordination store: "
+            "set coordination.url=redis://… (any host) or crawl.job_dir=DIR (workers on one host)",
+        )
+
+
 def open_coordination(settings: Settings, job: JobDir | None, name: str) -> Coordination:
     """The coordination store of a run (see the module docstring for the default)."""
+    check_backends(settings)
     url = settings.coordination.url
     if url is None:
         if job is not None:
             return job.open_coordination()
         if not is_shared(settings):
             return LocalCoordination()
-        if _scheme(settings.queue.url) in ("redis", "rediss"):
-            url = settings.queue.url
-        else:
-            raise ConfigError(
-                "coordination.url",
-                f"workers sharing a {_scheme(settings.queue.url)} queue need a shared coordination store: "
-                "set coordination.url=redis://… (any host) or crawl.job_dir=DIR (workers on one host)",
-            )
+        url = settings.queue.url  # a Redis queue: `check_backends` ruled out the others
     scheme = _scheme(url)
     if scheme == "memory":
         return LocalCoordination()

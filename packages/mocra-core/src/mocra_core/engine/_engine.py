@@ -16,7 +16,7 @@ from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..schedule import CronRunner, CronSchedule
-from ._backends import is_shared, job_name, open_coordination, open_queue_for, open_seen
+from ._backends import check_backends, is_shared, job_name, open_coordination, open_queue_for, open_seen
 from ._download import RESPONSES, DownloadStage, Politeness
 from ._frontier import REQUESTS, Frontier
 from ._generate import TASKS, GenerateStage
@@ -149,6 +149,7 @@ class Engine:
     ) -> CrawlResult:
         """Crawl until nothing is left, the page budget is spent, or `interrupt` / a signal arrives."""
         settings = self._settings
+        check_backends(settings)
         job = JobDir(settings.crawl.job_dir) if settings.crawl.job_dir else None
         async with AsyncExitStack() as stack:
             if job is not None:
