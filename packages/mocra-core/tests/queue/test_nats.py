@@ -170,6 +170,18 @@ async def test_messages_buffered_at_close_are_handed_back(namespace: str) -> Non
         assert (k2.payload, k2.attempt) == ("k2", 2)  # the server counted its delivery to `a`
 
 
+async def test_a_cancelled_consume_leases_nothing(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        await queue.publish(T, ["warm up"])  # the lane is known: the waiting consume leaves a pull request
+        await queue.ack(await take(queue))
+        with anyio.move_on_after(0.2):
+            await take(queue, wait=30)
+        await queue.publish(T, ["x"])  # caught by the cancelled consume's pull request, if it is still there
+        with anyio.fail_after(5):
+            [x] = await take(queue, wait=5)
+        assert (x.payload, x.attempt) == ("x", 1)
+
+
 async def test_a_second_group_on_a_topic_is_refused(namespace: str) -> None:
     async with open_(namespace) as a, open_(namespace) as b:
         await a.publish(T, ["x"])

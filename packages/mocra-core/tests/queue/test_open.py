@@ -40,7 +40,7 @@ async def test_lmdb_url_gives_an_lmdb_queue_in_that_directory(tmp_path: pathlib.
         ("lmdb://", "needs a directory"),
         ("redis://:secret@127.0.0.1:6379/0", "a redis:// queue needs a codec"),
         ("rediss://:secret@127.0.0.1", "a rediss:// queue needs a codec"),
-        ("nats://127.0.0.1:4222", "the nats backend is not available in this version; use memory"),
+        ("nats://127.0.0.1:4222", "a nats:// queue needs a codec"),
         ("kafka://127.0.0.1:9092", "the kafka backend is not available in this version; use memory"),
         ("amqp://127.0.0.1", "unknown scheme 'amqp'"),
         ("memory", "unknown scheme 'memory'"),

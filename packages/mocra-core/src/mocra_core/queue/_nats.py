@@ -45,19 +45,18 @@ import json
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
 
-from .._errors import BackendError
-from ._delivery import DeadLetter, Delivery
+from .._errors import BackendError, redact
 from ._envelope import Envelope, pack
 from ._nats_dlq import DeadLetterStore
+from ._nats_lease import Lease, Leases
 from ._nats_pull import Puller, Raw
 from ._nats_setup import Api, connect, ensure_streams
 from ._nats_wire import DUE_HEADER, Names, Replies, key_token, status_of
-from ._waiters import new_lease_token
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -69,22 +68,11 @@ if TYPE_CHECKING:
     from nats.js import JetStreamContext
 
     from ._codec import Codec
+    from ._delivery import DeadLetter, Delivery
 
 __all__ = ("NatsJetStreamQueue",)
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-
-class _Lease:
-    __slots__ = ("attempt", "deadline", "puller", "raw")
-
-    def __init__(self, raw: Raw, attempt: int, deadline: float, puller: Puller) -> None:
-        self.raw = raw
-        self.attempt = attempt
-        self.deadline = deadline
-        self.puller = puller
 
 
 class NatsJetStreamQueue:
@@ -151,14 +139,14 @@ class NatsJetStreamQueue:
         self._codec = codec
         self._storage = storage
         self._api = Api(url, timeout)
-        self._margin = min(0.1 * visibility_timeout, 1.0)  # a lease ends this much earlier locally
         self._clock = time.monotonic
         self._ids = itertools.count(1)
         self._id_prefix = secrets.token_hex(6)
         self._pullers: dict[tuple[str, str], Puller] = {}
         self._starting: dict[tuple[str, str], anyio.Lock] = {}
-        self._leases: dict[int, _Lease] = {}
-        self._sweep_at = 0.0
+        self._leases = Leases(
+            codec, visibility_timeout=visibility_timeout, max_attempts=max_attempts, clock=self._clock
+        )
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._replies: Replies | None = None
@@ -167,10 +155,7 @@ class NatsJetStreamQueue:
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
-        return f"<NatsJetStreamQueue {self.names.ns!r} at {self._redacted()!r}{state}>"
-
-    def _redacted(self) -> str:
-        return BackendError("nats", self.url, "").url
+        return f"<NatsJetStreamQueue {self.names.ns!r} at {redact(self.url)!r}{state}>"
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -283,8 +268,9 @@ class NatsJetStreamQueue:
             )
             for payload in payloads
         ]
-        _check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
-        await nc.publish(names.bell_subject(topic), bell.encode())
+        ring = (names.bell_subject(topic), bell.encode())  # wakes consumers new to this lane or key
+        stored = await replies.request_all(requests, self._api.timeout, keep=True, then=ring)
+        _check_stored(self.url, stored)
 
     # -- consuming -----------------------------------------------------------------------------------
 
@@ -345,58 +331,20 @@ class NatsJetStreamQueue:
         if not raws:
             return []
         nc, _ = self._check()
-        now = self._clock()
-        deliveries: list[Delivery] = []
-        dead: list[tuple[Raw, int, str]] = []
-        decode = self._codec.decode
-        latest = now - self.visibility_timeout + self._margin
-        for raw in raws:
-            env = raw.envelope
-            if raw.received < latest:
-                continue  # waited in the buffer until its lease ran out: the server redelivers it
-            if env is None:
-                dead.append((raw, raw.info.delivered, raw.problem or "undecodable"))
-                continue
-            held = raw.due is not None
-            if held and raw.info.delivered == 1:
-                delay = max((raw.due or 0.0) - time.time(), 0.0)
+        admitted = self._leases.admit(puller, raws)
+        try:
+            for raw, delay in admitted.held:  # the first delivery of a delayed message: back until due
                 await nc.publish(raw.ack, f'-NAK {{"delay": {int(delay * 1e9)}}}'.encode())
-                continue
-            attempt = env.attempt + raw.info.delivered - 1 - held
-            if attempt > self.max_attempts:
-                reason = f"lease expired (visibility timeout {self.visibility_timeout:g} s)"
-                dead.append((raw, attempt - 1, f"{reason} on attempt {attempt - 1} of {self.max_attempts}"))
-                continue
-            try:
-                payload = decode(env.body)
-            except Exception as exc:  # any codec failure makes a poison message
-                dead.append((raw, attempt, f"undecodable payload: {exc}"))
-                continue
-            token = new_lease_token()
-            self._leases[token] = _Lease(
-                raw, attempt, raw.received + self.visibility_timeout - self._margin, puller
-            )
-            deliveries.append(
-                Delivery(env.id, puller.topic, payload, env.key, env.priority, attempt, env.created, token)
-            )
-        if dead:
-            await self._bury(puller.topic, dead)
-        if now >= self._sweep_at:
-            self._sweep(now)
-        return deliveries
+            if admitted.dead:
+                await self._bury(puller.topic, admitted.dead)
+        except BaseException:
+            self._leases.undo(admitted.deliveries)
+            raise
+        return admitted.deliveries
 
-    def _sweep(self, now: float) -> None:
-        self._sweep_at = now + min(self.visibility_timeout, 60.0)
-        for token in [t for t, lease in self._leases.items() if lease.deadline <= now]:
-            del self._leases[token]
-
-    def _end(self, delivery: Delivery) -> _Lease | None:
-        """The live lease of `delivery`, removed; `None` if stale (ended, or past its deadline)."""
+    def _end(self, delivery: Delivery) -> Lease | None:
         self._check()
-        lease = self._leases.pop(delivery._lease, None)
-        if lease is None or lease.deadline <= self._clock() or lease.puller.topic != delivery.topic:
-            return None
-        return lease
+        return self._leases.end(delivery)
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         """Finish `deliveries`; stale ones are ignored. One round trip per batch."""
@@ -420,7 +368,7 @@ class NatsJetStreamQueue:
             body = f'-NAK {{"delay": {int(delay * 1e9)}}}'.encode() if delay > 0 else b"-NAK"
             await replies.request_all([(lease.raw.ack, body, None)], self._api.timeout)
         if lease.raw.kt is not None:
-            lease.puller.key_released(lease.raw.kt, more=delay <= 0 or lease.raw.info.pending > 0)
+            lease.puller.key_released(lease.raw.kt, more=delay <= 0)  # a delayed nack keeps the key
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""

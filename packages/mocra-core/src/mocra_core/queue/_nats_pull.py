@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from typing import TYPE_CHECKING
 
 import anyio
@@ -46,6 +47,7 @@ SETTLE = 0.25
 REDISCOVER = 1.0
 """Least seconds between two listings of a topic's subjects."""
 _NEXT = "$JS.API.CONSUMER.MSG.NEXT"
+_KEY_TOKEN = re.compile(r"[0-9a-f]{20}")
 
 
 class Raw:
@@ -132,6 +134,8 @@ class Puller:
     async def close(self) -> list[Raw]:
         """Stop receiving; returns the buffered messages (still leased: hand them back)."""
         self.closed = True
+        for done in self._inflight:
+            done.set()
         self._notify(topology=True)
         for sub in self._subs:
             try:
@@ -211,14 +215,14 @@ class Puller:
                     self._notify()  # a waiter renews it
 
     async def _on_bell(self, msg: Msg) -> None:
-        token = msg.data.decode()
+        token = msg.data.decode(errors="replace")
         kind, rest = token[:1], token[1:]
-        if kind == "l":
+        if kind == "l" and rest.lstrip("-").isdigit():
             lane = int(rest)
             if lane not in self.lanes:
                 self.lanes[lane] = None
                 self._notify(topology=True)
-        elif kind == "k":
+        elif kind == "k" and _KEY_TOKEN.fullmatch(rest):
             key = self.keys.get(rest)
             if key is None or key.request is None:
                 self.keys.setdefault(rest, _Key())
@@ -352,9 +356,14 @@ class Puller:
                 await done.wait()
             if scope.cancelled_caught:
                 logger.debug("no answer from lane %s of %r", lane, self.topic)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await sub.unsubscribe()
+            self.buffer += got  # cancelled: what came is leased to us, keep it for the next consume
+            raise
         finally:
             self._inflight.discard(done)
-            await sub.unsubscribe()
+        await sub.unsubscribe()
         return got
 
     async def _settle(self) -> None:
@@ -372,19 +381,22 @@ class Puller:
         await self._settle()
         chosen: list[Raw] = []
         buffer = self.buffer
-        lanes = sorted(set(self.lanes) | {raw.priority for raw in buffer}, reverse=True)
-        for lane in lanes:
-            need = n - len(chosen)
-            if need <= 0:
-                break
-            here = [raw for raw in buffer if raw.priority == lane]
-            if here:
+        try:
+            for lane in sorted(set(self.lanes) | {raw.priority for raw in buffer}, reverse=True):
+                need = n - len(chosen)
+                if need <= 0:
+                    break
+                fetched: list[Raw] = []
+                if self.lanes.get(lane) and sum(raw.priority == lane for raw in buffer) < need:
+                    fetched = await self._fetch_lane(lane, need)
+                here = [raw for raw in buffer if raw.priority == lane] + fetched
                 buffer[:] = [raw for raw in buffer if raw.priority != lane]
-            if len(here) < need and lane in self.lanes:
-                here += await self._fetch_lane(lane, need)
-            here.sort(key=Raw.order)
-            chosen += here[:need]
-            buffer += here[need:]
+                here.sort(key=Raw.order)
+                chosen += here[:need]
+                buffer += here[need:]
+        except BaseException:
+            buffer += chosen  # cancelled: nothing is handed out, all of it stays leased to us
+            raise
         return chosen
 
     def take_buffered(self, n: int) -> list[Raw]:

@@ -193,8 +193,11 @@ class Replies:
         budget: float,
         *,
         keep: bool = False,
+        then: tuple[str, bytes] | None = None,
     ) -> list[Msg | None]:
         """Send `(subject, payload, headers)` requests; return the replies in order if `keep`.
+
+        `then` is a plain message published right after the requests (in the same write), once.
 
         Raises:
             BackendUnavailable: not every reply came within `budget` seconds.
@@ -213,6 +216,9 @@ class Replies:
                 for i in todo:
                     subject, payload, headers = requests[i]
                     await publish(subject, payload, reply=f"{prefix}{i}", headers=headers)
+                if then is not None:
+                    await publish(*then)
+                    then = None
                 with anyio.move_on_after(deadline - anyio.current_time()):
                     await expected.wake.wait()
                 if not expected.missing:

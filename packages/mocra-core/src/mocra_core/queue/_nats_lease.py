@@ -1,0 +1,128 @@
+"""`Leases`: the deliveries a `NatsJetStreamQueue` handed out, and the rules that make them."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ._delivery import Delivery
+from ._waiters import new_lease_token
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._codec import Codec
+    from ._nats_pull import Puller, Raw
+
+__all__ = ("Admitted", "Lease", "Leases")
+
+
+class Lease:
+    """A delivery this process handed out: what it needs to ack, nack or dead-letter it."""
+
+    __slots__ = ("attempt", "deadline", "puller", "raw")
+
+    def __init__(self, raw: Raw, attempt: int, deadline: float, puller: Puller) -> None:
+        self.raw = raw
+        self.attempt = attempt
+        self.deadline = deadline  # by this process's clock, a margin before the server's ack wait ends
+        self.puller = puller
+
+
+class Admitted:
+    """What `Leases.admit` made of delivered messages."""
+
+    __slots__ = ("dead", "deliveries", "held")
+
+    def __init__(self) -> None:
+        self.deliveries: list[Delivery] = []
+        self.dead: list[tuple[Raw, int, str]] = []  # (message, attempt, reason) for the DLQ
+        self.held: list[tuple[Raw, float]] = []  # first delivery of a delayed message, seconds until due
+
+
+class Leases:
+    """Turns delivered messages into deliveries and remembers their leases until they end.
+
+    A message's attempt is its envelope's attempt plus the server's delivery count minus one, minus one
+    more for a delayed message (its first delivery is always held back). A lease ends early by `margin`
+    seconds: an ack that might reach the server after it redelivered the message is not sent.
+    """
+
+    def __init__(
+        self,
+        codec: Codec,
+        *,
+        visibility_timeout: float,
+        max_attempts: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self._decode = codec.decode
+        self.visibility_timeout = visibility_timeout
+        self.max_attempts = max_attempts
+        self.margin = min(0.1 * visibility_timeout, 1.0)
+        self._clock = clock
+        self._leases: dict[int, Lease] = {}
+        self._sweep_at = 0.0
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    def admit(self, puller: Puller, raws: list[Raw]) -> Admitted:
+        """Sort delivered messages into deliveries (leased now), dead ones and held-back ones."""
+        out = Admitted()
+        now = self._clock()
+        vis, max_attempts = self.visibility_timeout, self.max_attempts
+        latest = now - vis + self.margin
+        for raw in raws:
+            env = raw.envelope
+            if raw.received < latest:
+                continue  # waited in the buffer until its lease ran out: the server redelivers it
+            if env is None:
+                out.dead.append((raw, raw.info.delivered, raw.problem or "undecodable"))
+                continue
+            held = raw.due is not None
+            if held and raw.info.delivered == 1:
+                out.held.append((raw, max((raw.due or 0.0) - time.time(), 0.0)))
+                continue
+            attempt = env.attempt + raw.info.delivered - 1 - held
+            if attempt > max_attempts:
+                reason = f"lease expired (visibility timeout {vis:g} s)"
+                reason += f" on attempt {attempt - 1} of {max_attempts}"
+                out.dead.append((raw, attempt - 1, reason))
+                continue
+            try:
+                payload = self._decode(env.body)
+            except Exception as exc:  # any codec failure makes a poison message
+                out.dead.append((raw, attempt, f"undecodable payload: {exc}"))
+                continue
+            token = new_lease_token()
+            self._leases[token] = Lease(raw, attempt, raw.received + vis - self.margin, puller)
+            out.deliveries.append(
+                Delivery(env.id, puller.topic, payload, env.key, env.priority, attempt, env.created, token)
+            )
+        if now >= self._sweep_at:
+            self._sweep(now)
+        return out
+
+    def undo(self, deliveries: list[Delivery]) -> None:
+        """Take back deliveries never handed out (the call was cancelled): buffer their messages again."""
+        for delivery in deliveries:
+            lease = self._leases.pop(delivery._lease, None)
+            if lease is not None:
+                lease.puller.buffer.append(lease.raw)
+
+    def end(self, delivery: Delivery) -> Lease | None:
+        """The live lease of `delivery`, removed; `None` if stale (ended already, or past its deadline)."""
+        lease = self._leases.pop(delivery._lease, None)
+        if lease is None or lease.deadline <= self._clock() or lease.puller.topic != delivery.topic:
+            return None
+        return lease
+
+    def clear(self) -> None:
+        """Forget every lease (the queue is closed)."""
+        self._leases.clear()
+
+    def _sweep(self, now: float) -> None:
+        self._sweep_at = now + min(self.visibility_timeout, 60.0)
+        for token in [t for t, lease in self._leases.items() if lease.deadline <= now]:
+            del self._leases[token]
