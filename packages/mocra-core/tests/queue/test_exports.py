@@ -10,12 +10,14 @@ def test_queue_exports() -> None:
         "Codec",
         "DeadLetter",
         "Delivery",
+        "KafkaQueue",
         "LmdbQueue",
         "MemoryQueue",
         "MsgpackCodec",
         "NatsJetStreamQueue",
         "QueueBackend",
         "RedisStreamsQueue",
+        "SpillingQueue",
         "open_queue",
     )
     for name in mocra_core.queue.__all__:

@@ -59,11 +59,14 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         url: `memory://` (default; one process), or a shared broker: `redis://…`, `nats://…`, `kafka://…`.
         visibility_timeout: Seconds a leased message may stay unacknowledged before it is redelivered.
         max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says.
+        spill_threshold: In memory: requests kept as objects before new ones spill to a temporary LMDB
+            queue on disk (bounds the memory of a large frontier).
     """
 
     url: str = "memory://"
     visibility_timeout: float = 300.0
     max_attempts: int = 10
+    spill_threshold: int = 100_000
 
 
 class CoordinationSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from .._errors import ConfigError
 from ..coordination import LmdbCoordination, LocalCoordination
 from ..dedup import CoordinationSeenSet, MemorySeenSet
-from ..queue import MemoryQueue, open_queue
+from ..queue import SpillingQueue, open_queue
 from ._codec import EngineCodec
+from ._frontier import REQUESTS
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -62,7 +63,13 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
     if queue.url != "memory://":
         return open_queue(queue.url, codec=EngineCodec(), max_attempts=queue.max_attempts,
                           visibility_timeout=queue.visibility_timeout)  # fmt: skip
-    return MemoryQueue(visibility_timeout=queue.visibility_timeout, max_attempts=queue.max_attempts)
+    return SpillingQueue(
+        codec=EngineCodec(),
+        topics={REQUESTS},
+        threshold=queue.spill_threshold,
+        visibility_timeout=queue.visibility_timeout,
+        max_attempts=queue.max_attempts,
+    )
 
 
 def check_backends(settings: Settings) -> None:

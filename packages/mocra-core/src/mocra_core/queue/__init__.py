@@ -1,7 +1,7 @@
 """Queues between crawl stages: the `QueueBackend` protocol, its backends and `open_queue`.
 
 Networked backends need their extra and are imported on first use: `RedisStreamsQueue` (`redis`),
-`NatsJetStreamQueue` (`nats`).
+`NatsJetStreamQueue` (`nats`), `KafkaQueue` (`kafka`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from ._delivery import DeadLetter, Delivery
 from ._lmdb import LmdbQueue
 from ._memory import MemoryQueue
 from ._open import open_queue
+from ._spill import SpillingQueue
 
 if TYPE_CHECKING:
+    from ._kafka import KafkaQueue
     from ._nats import NatsJetStreamQueue
     from ._redis import RedisStreamsQueue
 
@@ -25,18 +27,21 @@ if TYPE_CHECKING:
 _LAZY = {
     "RedisStreamsQueue": ("._redis", "redis", "redis"),
     "NatsJetStreamQueue": ("._nats", "nats", "nats"),
+    "KafkaQueue": ("._kafka", "kafka", "aiokafka"),
 }
 
 __all__ = (
     "Codec",
     "DeadLetter",
     "Delivery",
+    "KafkaQueue",
     "LmdbQueue",
     "MemoryQueue",
     "MsgpackCodec",
     "NatsJetStreamQueue",
     "QueueBackend",
     "RedisStreamsQueue",
+    "SpillingQueue",
     "open_queue",
 )
 
