@@ -27,9 +27,10 @@ async def main():
             await f.submit([Request(f"http://example.com/item/{i}?ref=x") for i in range(b, b + 1000)])
         dt = time.perf_counter() - t
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(
-            f"1M URLs: pending={await q.pending('request')} spilled={q.spilled} peak RSS {rss:.0f} MB ({rss * 1024 * 1024 / 1e6:.0f} B/URL) push {1e6 / dt:,.0f} URLs/s"
-        )
+        pending = await q.pending("request")
+        per_url = rss * 1024 * 1024 / 1e6
+        print(f"1M URLs: pending={pending} spilled={q.spilled} peak RSS {rss:.0f} MB ({per_url:.0f} B/URL)")
+        print(f"push {1e6 / dt:,.0f} URLs/s")
 
 
 anyio.run(main)
