@@ -144,6 +144,28 @@ async def test_two_instances_share_a_key_one_at_a_time(namespace: str) -> None:
         assert [d.payload for d in got] == ["k2"]
 
 
+async def test_pending_counts_what_other_workers_hold(namespace: str) -> None:
+    async with open_(namespace) as a, open_(namespace) as b:
+        await a.publish(T, ["x", "y"])
+        await a.publish(T, ["later"], delay=60)
+        [x] = await take(a)
+        assert await b.pending(T) == 3  # ready, delayed and leased elsewhere
+        await a.ack([x])
+        assert await b.pending(T) == 2
+
+
+async def test_a_delayed_message_counts_attempts_from_its_first_real_delivery(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        await queue.publish(T, ["later"], delay=0.2)
+        assert await take(queue) == []  # held back: not an attempt
+        with anyio.fail_after(5):
+            [first] = await take(queue, wait=5)
+        await queue.nack(first)
+        [second] = await take(queue, wait=5)
+        assert (first.attempt, second.attempt) == (1, 2)
+        await queue.ack([second])
+
+
 async def test_a_worker_that_dies_leaves_its_lease_to_another(namespace: str) -> None:
     async with open_(namespace, visibility_timeout=0.5) as b:
         async with open_(namespace, visibility_timeout=0.5) as a:
@@ -190,6 +212,10 @@ async def test_a_second_group_on_a_topic_is_refused(namespace: str) -> None:
             await b.consume(T, group="others", wait=0)
         with pytest.raises(ValueError, match="consumed by group"):
             await a.consume(T, group="others", wait=0)
+        await a.publish("keyed", ["k"], key="site")
+        await a.consume("keyed", group="workers", wait=0)
+        with pytest.raises(ValueError, match="another group"):
+            await b.consume("keyed", group="others", wait=0)
 
 
 # -------------------------------------------------------------------------------------- the server

@@ -2,40 +2,46 @@
 
 How the contract maps onto JetStream (names in `_nats_wire.Names`):
 
-- **Messages** are msgpack `Envelope`s in one work stream per namespace, `{ns}-work`, with *work queue*
+- **Messages** are msgpack `Envelope`s in one stream per namespace, `{ns}-work`, with *work queue*
   retention: a message is stored until it is acked, so the stream holds exactly the messages that are
   ready, delayed or leased. Unkeyed messages go to `{ns}.q.{topic}.l.{lane}`, keyed ones to
-  `{ns}.q.{topic}.k.{hash of key}`.
-- **Consumers**: one durable pull consumer per (topic, group, lane) and per (topic, group, key), explicit
-  ack, `ack_wait = visibility_timeout`, unlimited deliveries. A topic with two groups is refused (a work
-  queue stream cannot hand one message to two consumers).
-- **Visibility timeout**: JetStream redelivers a message not acked within `ack_wait`. `attempt` is
-  the envelope's attempt plus the server's delivery count minus one, so expired leases and nacks both
-  count. A message seen with `attempt > max_attempts` (its last lease expired) is dead-lettered then.
-  Stale deliveries (acked already, or whose lease deadline has passed by this process's clock, less a
-  small margin for the trip from the server) are ignored locally: JetStream itself would accept an ack
-  from an expired delivery.
-- **nack** is `-NAK` with the delay; **delayed publish** stores the due time in a `Mocra-Due` header:
-  the message's first delivery is always held back with `-NAK {"delay": ...}` (not counted as an attempt).
-- **Priority lanes**: `consume` fetches lanes from the highest down, each with a `no_wait` pull request
-  for what is still missing; while it waits, a short lingering pull request per lane and waiting
-  consumer wakes it when the server has something (published, nacked, expired, due).
-- **Partition keys**: the key's consumer has `max_ack_pending = 1`, so the server hands out one message of
-  a key at a time, in stream order, to any process. Each process keeps one standing pull request per
-  active key; a key's next message is pushed to one of them when the key is free. Idle key consumers are
-  removed by the server after `max(1 h, 4 × visibility_timeout)` without pulls.
-- **DLQ**: `{ns}-dlq` (limits retention, so it can be read back), subject `{ns}.dlq.{topic}`; an entry is
-  the envelope with `reason` and `failed_at`, published (deduplicated by `Nats-Msg-Id`) before the
-  original is acked. `dead_letters` reads it in stream order; `replay` republishes and deletes entries.
-  A message that is not an envelope is dead-lettered with its raw bytes (`Mocra-Poison` header).
-- **pending** is the number of stored messages on the topic's work subjects (one stream info request).
-- **Wake-ups**: publishers also send a core-NATS "bell" on `{ns}.bell.{topic}` naming the lane or key, so
-  waiting consumers learn of lanes and keys they did not know.
+  `{ns}.q.{topic}.k.{hash of the key}` (all lanes of a key on one subject).
+- **Consumers**: a durable pull consumer per (topic, group, lane) and per (topic, group, key), explicit
+  ack, `ack_wait = visibility_timeout`, unlimited deliveries. A second group on a topic is refused (a work
+  queue stream hands each message to one consumer). Workers must agree on `visibility_timeout`.
+- **Visibility timeout**: the server redelivers what is not acked within `ack_wait`. `attempt` is the
+  envelope's attempt plus the server's delivery count minus one, so expired leases and nacks both count;
+  a message seen with `attempt > max_attempts` (its last lease expired) is dead-lettered then. A lease
+  ends locally a little earlier (`min(10 %, 1 s)`), and `ack`/`nack`/`dead_letter` of a delivery whose
+  lease ended (or that was ended already) do nothing: JetStream itself accepts an ack of an expired
+  delivery even after redelivering it.
+- **nack** is `-NAK` with the delay. A **delayed publish** carries its due time in a `Mocra-Due` header;
+  its first delivery is held back with `-NAK {"delay": ...}` and not counted as an attempt.
+- **Priority lanes**: `consume` fetches lanes from the highest down with `no_wait` pull requests for
+  what is still missing. While it waits, each lane carries a short lingering pull request per waiting
+  consumer, so the server wakes it as soon as a message is published, nacked, due or expired.
+- **Partition keys**: a key's consumer has `max_ack_pending = 1`: the server hands out one message of a
+  key at a time, in stream order, to whichever process asks, and the next one when that lease ends. A
+  process asks for each key with messages (found by listing the topic's subjects, at most once a second,
+  and from publishers' bells) with a pull request lingering at most a second; what comes is buffered
+  (leased) and merged by lane and stream order. Costs grow with the number of keys holding messages:
+  keys are for thousands of sites or accounts at a time, not millions. Idle key consumers are deleted
+  by the server after `max(1 h, 4 × visibility_timeout)` without requests.
+- **DLQ**: stream `{ns}-dlq` (limits retention: it can be read back), subject `{ns}.dlq.{topic}`; an entry
+  is the envelope with `reason` and `failed_at`, published (deduplicated by `Nats-Msg-Id`) before the
+  original is acked. `dead_letters` reads it oldest first; `replay` republishes and deletes entries. A
+  message that is not an envelope is dead-lettered with its raw bytes (`Mocra-Poison` header).
+- **pending** sums the stored messages of the topic's work subjects (one stream info request): exact,
+  across all workers.
+- **Wake-ups**: a publish also sends a core-NATS bell on `{ns}.bell.{topic}` naming its lane or key, so
+  waiting consumers learn at once of lanes and keys they did not know.
+- **Outages**: the client reconnects forever; calls are retried (unanswered requests sent again) for up
+  to `timeout` seconds before `BackendUnavailable`, and waiting consumers ask again after a reconnect.
 
-Deviations from the in-process backends: within one key, messages come in stream order whatever their
-lane; a nack with a delay, and a delayed publish, hold their key until they are due; a message the server
-delivered to a process that then closed (or that waited in its buffer until its lease ran out) comes
-back with `attempt + 1` without having been handed out.
+Deviations from the in-process backends: within a key, messages come in stream order whatever their
+lane; a nack with a delay and a delayed publish hold their key until due; a message the server pushed
+to a process that then closed, or that sat in its buffer until its lease ran out, comes back with
+`attempt + 1` without having been handed out.
 """
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ class Puller:
                 del self.keys[kt]  # empty: forget it until a bell names it again
 
     async def _prepare(self) -> None:
-        """Ensure consumers of new lanes and keys; give every key its standing request."""
+        """List the topic's subjects (at most once a second), ensure new consumers, ask for every key."""
         async with self._preparing:
             await self._prepare_now()
 
@@ -318,15 +318,25 @@ class Puller:
                 subject = self._names.lane_subject(self.topic, lane)
                 await self._ensure(f"l{lane}", subject, max_ack_pending=-1)
                 self.lanes[lane] = self._names.consumer(self.topic, self.group, f"l{lane}")
+        new = [(kt, key) for kt, key in self.keys.items() if key.consumer is None]
+        if new:
+            limiter = anyio.CapacityLimiter(32)  # one round trip each: create them side by side
+            try:
+                async with anyio.create_task_group() as tg:
+                    for kt, key in new:
+                        tg.start_soon(self._ensure_key, kt, key, limiter)
+            except ExceptionGroup as group:  # the same failure for every key: report it once
+                raise group.exceptions[0] from None
         for kt, key in list(self.keys.items()):
-            if key.consumer is None:
-                subject = self._names.key_subject(self.topic, kt)
-                info = await self._ensure(f"k{kt}", subject, max_ack_pending=1)
-                key.consumer = info.name
-                if not info.num_ack_pending and info.num_pending:
-                    key.expect_until = self._clock() + SETTLE
             if key.request is None:
                 await self._ask_key(kt, key)
+
+    async def _ensure_key(self, kt: str, key: _Key, limiter: anyio.CapacityLimiter) -> None:
+        async with limiter:
+            info = await self._ensure(f"k{kt}", self._names.key_subject(self.topic, kt), max_ack_pending=1)
+        key.consumer = info.name
+        if not info.num_ack_pending and info.num_pending:  # free, with a message: the server sends it now
+            key.expect_until = self._clock() + SETTLE
 
     # -- fetching ------------------------------------------------------------------------------------
 
