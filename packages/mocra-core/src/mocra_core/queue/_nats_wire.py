@@ -19,12 +19,17 @@ if TYPE_CHECKING:
     from nats.aio.subscription import Subscription
 
 __all__ = (
+    "DUE_HEADER",
+    "POISON_HEADER",
+    "RESEND_AFTER",
     "AckInfo",
     "Call",
     "Names",
     "Replies",
+    "key_token",
     "parse_ack_subject",
     "status_of",
+    "topic_token",
 )
 
 T = TypeVar("T")
