@@ -200,6 +200,9 @@ class KafkaQueue:
         self._closed = True
         for reader in self._readers.values():
             reader.close()
+        with anyio.CancelScope(shield=True):
+            for reader in self._readers.values():
+                await reader.quiesce(2.0)
         if self._background is not None:
             self._background.cancel_scope.cancel()  # readers commit and stop their consumers
         with anyio.CancelScope(shield=True):

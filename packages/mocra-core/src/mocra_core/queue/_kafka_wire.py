@@ -66,6 +66,7 @@ _RETRIABLE: tuple[type[BaseException], ...] = (
     _errors.UnknownTopicOrPartitionError,
     _errors.NotLeaderForPartitionError,
     _errors.LeaderNotAvailableError,
+    _errors.UnknownError,  # tansu answers this while it re-creates a topic after a restart
 )
 
 DUE = "mocra-due"
@@ -217,7 +218,7 @@ def _escape(topic: str) -> str:
 
 
 class Names:
-    """Kafka names of a queue namespace: `ns.<topic>.<lane>` topics, `ns.<topic>.dlq`, `ns.<topic>.<group>`.
+    """Kafka names in a namespace: topics `ns.<topic>.<lane>`, `ns.<topic>.dlq`; groups `ns.<topic>.<group>`.
 
     Example:
         >>> names = Names("crawl")
@@ -259,6 +260,10 @@ class Names:
     def group(self, topic: str, group: str) -> str:
         """The Kafka consumer group of (`topic`, `group`)."""
         return f"{self.prefix(topic)}{group}"
+
+    def lease_marks(self, topic: str, group: str) -> str:
+        """The member-less consumer group holding the lease marks of (`topic`, `group`)."""
+        return f"{self.prefix(topic)[:-1]}~leases.{group}"
 
     def lane_of(self, topic: str, name: str) -> int | None:
         """The lane of Kafka topic `name` if it is a lane of `topic`, else `None`."""
