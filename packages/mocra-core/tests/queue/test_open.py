@@ -41,7 +41,7 @@ async def test_lmdb_url_gives_an_lmdb_queue_in_that_directory(tmp_path: pathlib.
         ("redis://:secret@127.0.0.1:6379/0", "a redis:// queue needs a codec"),
         ("rediss://:secret@127.0.0.1", "a rediss:// queue needs a codec"),
         ("nats://127.0.0.1:4222", "a nats:// queue needs a codec"),
-        ("kafka://127.0.0.1:9092", "the kafka backend is not available in this version; use memory"),
+        ("kafka://127.0.0.1:9092", "a kafka:// queue needs a codec"),
         ("amqp://127.0.0.1", "unknown scheme 'amqp'"),
         ("memory", "unknown scheme 'memory'"),
         ("", "unknown scheme ''"),

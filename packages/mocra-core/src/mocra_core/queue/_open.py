@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ("open_queue",)
 
-_LATER = ("kafka",)
-
 
 def open_queue(
     url: str,
@@ -36,6 +34,7 @@ def open_queue(
     - `lmdb:///abs/dir` or `lmdb://rel/dir` — an `LmdbQueue` in that directory; needs `codec`.
     - `redis://host:port/db` or `rediss://...` — a `RedisStreamsQueue` (the `redis` extra); needs `codec`.
     - `nats://host:port` (several: comma-separated) — a `NatsJetStreamQueue` (`nats` extra); needs `codec`.
+    - `kafka://host:port` (several: comma-separated) — a `KafkaQueue` (the `kafka` extra); needs `codec`.
 
     Args:
         url: The backend URL (the `queue.url` setting).
@@ -59,7 +58,7 @@ def open_queue(
         ...     open_queue("amqp://broker:5672")
         ... except ConfigError as exc:
         ...     print(exc)
-        <code>: queue.url: unknown scheme 'amqp'; expected memory, lmdb or redis
+        <code>: queue.url: unknown scheme 'amqp'; expected memory, lmdb, redis, nats or kafka
     """
     scheme, sep, rest = url.partition("://")
     if scheme == "memory" and sep:
@@ -114,6 +113,20 @@ def open_queue(
             visibility_timeout=visibility_timeout,
             max_attempts=max_attempts,
         )
-    if scheme in _LATER and sep:
-        raise ConfigError("queue.url", f"the {scheme} backend is not available in this version; use memory")
-    raise ConfigError("queue.url", f"unknown scheme {scheme!r}; expected memory, lmdb or redis")
+    if scheme == "kafka" and sep:
+        if codec is None:
+            raise ConfigError("queue.url", "a kafka:// queue needs a codec for its payloads (codec=...)")
+        try:
+            from ._kafka import KafkaQueue
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").partition(".")[0] != "aiokafka":
+                raise
+            raise MissingExtra("kafka", f"queue URL {redact(url)!r}") from exc
+        return KafkaQueue(
+            url,
+            codec=codec,
+            namespace=namespace,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+        )
+    raise ConfigError("queue.url", f"unknown scheme {scheme!r}; expected memory, lmdb, redis, nats or kafka")
