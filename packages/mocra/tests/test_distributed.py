@@ -86,17 +86,37 @@ def kafka_url() -> Iterator[str]:
 
 
 @pytest.fixture(params=["redis", "nats", "kafka"])
-def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> list[str]:
-    """`-s` options that put a worker on this backend, in a fresh job."""
+def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[list[str]]:
+    """`-s` options that put a worker on this backend, in a fresh job; its data is removed afterwards."""
     job = f"t{uuid.uuid4().hex[:12]}"
     options = [f"crawl.job={job}", "queue.visibility_timeout=3"]
-    if request.param == "redis":
-        return [*options, "queue.url=redis://127.0.0.1:6379/15"]
     coordination = f"coordination.url=lmdb://{tmp_path / 'coordination'}"
-    if request.param == "nats":
-        return [*options, "queue.url=nats://127.0.0.1:4222", coordination]
-    url = request.getfixturevalue("kafka_url")
-    return [*options, f"queue.url={url}", coordination]
+    if request.param == "redis":
+        yield [*options, "queue.url=redis://127.0.0.1:6379/15"]
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=6379, db=15)
+        for key in client.scan_iter(match=f"mocra-{job}*", count=1000):
+            client.delete(key)
+        client.close()
+    elif request.param == "nats":
+        yield [*options, "queue.url=nats://127.0.0.1:4222", coordination]
+        anyio.run(_delete_nats_streams, f"mocra-{job}")
+    else:
+        yield [*options, f"queue.url={request.getfixturevalue('kafka_url')}", coordination]
+
+
+async def _delete_nats_streams(prefix: str) -> None:
+    import nats
+
+    connection = await nats.connect("nats://127.0.0.1:4222")
+    try:
+        jetstream = connection.jetstream()
+        for info in await jetstream.streams_info():
+            if info.config.name and info.config.name.startswith(prefix):
+                await jetstream.delete_stream(info.config.name)
+    finally:
+        await connection.close()
 
 
 @pytest.fixture
