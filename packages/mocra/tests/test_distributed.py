@@ -87,12 +87,12 @@ def kafka_url() -> Iterator[str]:
 
 @pytest.fixture(params=["redis", "nats", "kafka"])
 def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[list[str]]:
-    """`-s` options that put a worker on this backend, in a fresh job; its data is removed afterwards."""
+    """Arguments that put a worker on this backend, in a fresh job; its data is removed afterwards."""
     job = f"t{uuid.uuid4().hex[:12]}"
-    options = [f"crawl.job={job}", "queue.visibility_timeout=3"]
-    coordination = f"coordination.url=lmdb://{tmp_path / 'coordination'}"
+    options = ["--job", job, "-s", "queue.visibility_timeout=3"]
+    coordination = ["-s", f"coordination.url=lmdb://{tmp_path / 'coordination'}"]
     if request.param == "redis":
-        yield [*options, "queue.url=redis://127.0.0.1:6379/15"]
+        yield [*options, "--queue", "redis://127.0.0.1:6379/15"]
         import redis
 
         client = redis.Redis(host="127.0.0.1", port=6379, db=15)
@@ -100,10 +100,10 @@ def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[
             client.delete(key)
         client.close()
     elif request.param == "nats":
-        yield [*options, "queue.url=nats://127.0.0.1:4222", coordination]
+        yield [*options, "--queue", "nats://127.0.0.1:4222", *coordination]
         anyio.run(_delete_nats_streams, f"mocra-{job}")
     else:
-        yield [*options, f"queue.url={request.getfixturevalue('kafka_url')}", coordination]
+        yield [*options, "--queue", request.getfixturevalue("kafka_url"), *coordination]
 
 
 async def _delete_nats_streams(prefix: str) -> None:
@@ -136,7 +136,7 @@ def start_worker(
         f"crawl.parse_workers={PARSE_WORKERS}",
         "crawl.obey_robots=false",
     ]
-    settings = [f"-s{o}" for o in [*options, *crawl]]
+    settings = [*options, *(f"-s{o}" for o in crawl)]
     return subprocess.Popen(
         [sys.executable, "-m", "mocra", "run", str(spider), "-o", str(tmp_path / f"{name}.jsonl"), *settings],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -51,6 +51,10 @@ def _builder(args: argparse.Namespace) -> object:
 
         builder.settings(load(None, overrides=[]))  # MOCRA_* environment variables
     builder.set(*args.set)
+    if args.queue:
+        builder.set(f"queue.url={args.queue}")
+    if args.job:
+        builder.set(f"crawl.job={args.job}")
     if args.job_dir:
         builder.job_dir(args.job_dir)
     return builder
@@ -126,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-c", "--config", help="a TOML settings file")
     run.add_argument("--job-dir", help="keep crawl state here; the same command resumes after a crash")
+    run.add_argument(
+        "--queue", metavar="URL", help="share the crawl through a broker: redis://…, nats://… or kafka://…"
+    )
+    run.add_argument(
+        "--job", metavar="NAME", help="job name: workers with the same name and --queue share a crawl"
+    )
     run.add_argument("--spider", action="append", help="run only the spider with this name (repeatable)")
     run.set_defaults(func=_cmd_run)
 
