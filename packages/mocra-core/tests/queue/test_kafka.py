@@ -120,7 +120,7 @@ async def test_lane_topics_have_the_configured_partitions_and_keys_pick_one(
         [a, b] = await take(queue, 2)
         assert [a.payload] == ["x"] and a.priority == 7
         assert b.payload == "a"
-        published = {tp.partition for tp in queue._published if tp.topic.endswith(".0")}
+        published = {tp.partition for tp in queue._lanes.published if tp.topic.endswith(".0")}
         assert published == {expected}
 
 
@@ -130,7 +130,7 @@ async def test_commits_advance_only_past_contiguous_acks(
     async with make() as queue:
         await queue.publish(T, ["a", "b", "c"])
         a, b, c = await take(queue, 3)
-        [tp] = {tp for tp in queue._published}
+        [tp] = {tp for tp in queue._lanes.published}
         group = f"{queue.namespace}.{T}.workers"
 
         async def committed() -> int:
@@ -286,7 +286,7 @@ async def test_a_restarted_broker_is_reconnected_and_work_goes_on(
         admin = AIOKafkaAdminClient(bootstrap_servers=own_tansu.url.removeprefix("kafka://"))
         await admin.start()
         try:  # let the ack's commit land first: a commit retried across the restart can confuse tansu
-            [tp] = queue._published
+            [tp] = queue._lanes.published
             group = f"{kafka_namespace}.{T}.workers"
 
             async def committed() -> bool:

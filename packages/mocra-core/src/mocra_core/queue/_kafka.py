@@ -43,8 +43,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
-import secrets
 import time
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
@@ -55,8 +53,10 @@ import anyio.lowlevel
 from .._errors import redact
 from ._envelope import Envelope, pack
 from ._kafka_dlq import DeadLetters
+from ._kafka_driver import topic_partition
+from ._kafka_lanes import Lanes
 from ._kafka_reader import Reader, lanes_of
-from ._kafka_wire import Names, Wire, due_header, partition_for, topic_partition
+from ._kafka_wire import Names, Wire
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from ._codec import Codec
     from ._delivery import DeadLetter, Delivery
-    from ._kafka_wire import Out, TopicPartition
+    from ._kafka_driver import Out
 
 __all__ = ("KafkaQueue",)
 
@@ -75,7 +75,6 @@ logger = logging.getLogger(__name__)
 
 _CONNECT_TIMEOUT = 5.0  # seconds to reach the broker when opening
 _SYNC_TIMEOUT = 5.0  # seconds consume(wait=0) waits at most to see what this queue published
-_SPREAD = 100  # an unkeyed batch larger than this is split across partitions
 
 
 class KafkaQueue:
@@ -144,11 +143,7 @@ class KafkaQueue:
         self._dlq = DeadLetters(self._wire, self._names, codec, fetch_wait=fetch_wait)
         self._readers: dict[tuple[str, str], Reader] = {}
         self._by_topic: dict[str, list[Reader]] = {}
-        self._published: dict[TopicPartition, int] = {}  # offset after what this queue published
-        self._lanes: dict[str, dict[str, int]] = {}  # topic -> lane topic -> partitions
-        self._round_robin = itertools.count()
-        self._ids = map(f"{secrets.token_hex(6)}.{{:x}}".format, itertools.count(1))
-        self._last_created = 0.0
+        self._lanes = Lanes(self._wire, self._names, partitions, self._new_lane)
         self._lock = anyio.Lock()
         self._stack: AsyncExitStack | None = None
         self._background: TaskGroup | None = None
@@ -232,67 +227,15 @@ class KafkaQueue:
             raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
         if key is not None and not isinstance(key, str):
             raise TypeError(f"key must be a str or None, got {key!r}")
-        name = self._names.lane(topic, priority)
+        self._names.lane(topic, priority)  # checks the topic and the lane
         if not payloads:
             return
         bodies = [self._codec.encode(payload) for payload in payloads]
-        partitions = await self._lane(topic, priority, name)
-        created = self._created(len(bodies))
-        ids = self._ids
-        headers = due_header(delay)
-        key_bytes = key.encode() if key is not None else None
-        records: list[Out] = [
-            (
-                key_bytes,
-                pack(
-                    Envelope(
-                        id=next(ids),
-                        topic=topic,
-                        body=b,
-                        created=created + i * 1e-6,
-                        key=key,
-                        priority=priority,
-                    )
-                ),
-                headers,
-            )
-            for i, b in enumerate(bodies)
-        ]
-        await self._send(name, partitions, key, records)
+        await self._lanes.send(topic, priority, key, self._lanes.records(topic, bodies, key, priority, delay))
 
-    def _created(self, count: int) -> float:
-        """A wall-clock time for the first of `count` messages, later than any this queue gave out."""
-        created = max(time.time(), self._last_created + 1e-6)
-        self._last_created = created + (count - 1) * 1e-6
-        return created
-
-    async def _lane(self, topic: str, lane: int, name: str) -> int:
-        """Create the lane topic if needed (and tell this queue's readers of the topic); its partitions."""
-        lanes = self._lanes.setdefault(topic, {})
-        partitions = lanes.get(name)
-        if partitions is None:
-            partitions = lanes[name] = await self._wire.ensure(name, self.partitions)
-            for reader in self._by_topic.get(topic, ()):
-                reader.add_lanes({name: lane})
-        return partitions
-
-    async def _send(self, name: str, partitions: int, key: str | None, records: list[Out]) -> None:
-        if key is not None:
-            await self._produce(name, partition_for(key, partitions), records)
-            return
-        start = next(self._round_robin)
-        if len(records) <= _SPREAD:
-            await self._produce(name, start % partitions, records)
-            return
-        size = math.ceil(len(records) / min(partitions, math.ceil(len(records) / _SPREAD)))
-        async with anyio.create_task_group() as tg:
-            for n, i in enumerate(range(0, len(records), size)):
-                tg.start_soon(self._produce, name, (start + n) % partitions, records[i : i + size])
-
-    async def _produce(self, name: str, partition: int, records: list[Out]) -> None:
-        end = await self._wire.produce(name, partition, records)
-        tp = topic_partition(name, partition)
-        self._published[tp] = max(self._published.get(tp, 0), end)
+    def _new_lane(self, topic: str, name: str, lane: int) -> None:
+        for reader in self._by_topic.get(topic, ()):
+            reader.add_lanes({name: lane})
 
     # ------------------------------------------------------------------ consuming
 
@@ -333,7 +276,7 @@ class KafkaQueue:
     async def _new_reader(self, topic: str, group: str) -> Reader:
         if not isinstance(group, str) or not group:
             raise ValueError(f"group must be a non-empty str, got {group!r}")
-        await self._lane(topic, 0, self._names.lane(topic, 0))
+        await self._lanes.ensure(topic, 0)
         found = await self._wire.list_topics(self._names.prefix(topic))
         reader = Reader(
             topic,
@@ -345,7 +288,7 @@ class KafkaQueue:
             max_attempts=self.max_attempts,
             session_timeout=self._session_timeout,
             fetch_wait=self._fetch_wait,
-            published=self._published,
+            published=self._lanes.published,
         )
         reader.lanes = lanes_of(self._names, topic, found)
         self._readers[(topic, group)] = reader
@@ -426,8 +369,7 @@ class KafkaQueue:
             value = env.body if raw else pack(again)
             batches.setdefault((env.priority, env.key), []).append((record_key, value, []))
         for (lane, key), records in batches.items():
-            name = self._names.lane(topic, lane)
-            await self._send(name, await self._lane(topic, lane, name), key, records)
+            await self._lanes.send(topic, lane, key, records)
         tombstones: list[Out] = [(id.encode(), None, []) for id in chosen]
         await self._wire.produce(self._names.dlq(topic), 0, tombstones)
         self._dlq.forget(topic, chosen)

@@ -18,13 +18,15 @@ import anyio
 from .._errors import PoisonMessage
 from ._delivery import DeadLetter
 from ._envelope import Envelope, unpack
-from ._kafka_wire import RAW, topic_partition
+from ._kafka_driver import topic_partition
+from ._kafka_wire import RAW
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ._codec import Codec
-    from ._kafka_wire import Consumer, Names, Record, TopicPartition, Wire
+    from ._kafka_driver import Consumer, Record, TopicPartition
+    from ._kafka_wire import Names, Wire
 
 __all__ = ("DeadLetters",)
 

@@ -19,14 +19,16 @@ import msgspec
 
 from .._errors import BackendError, BackendUnavailable, PoisonMessage
 from ._envelope import Envelope, pack, unpack
+from ._kafka_driver import kafka_error, rebalance_listener
 from ._kafka_window import PREFETCH, Held, Part, Window
-from ._kafka_wire import DUE, RAW, due_header, kafka_error, rebalance_listener
+from ._kafka_wire import DUE, RAW, due_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ._codec import Codec
-    from ._kafka_wire import Consumer, Names, Out, Record, TopicPartition, Wire
+    from ._kafka_driver import Consumer, Out, Record, TopicPartition
+    from ._kafka_wire import Names, Wire
 
 __all__ = ("Reader", "dlq_record", "lanes_of")
 

@@ -24,7 +24,7 @@ from ._waiters import Waiters, new_lease_token
 
 if TYPE_CHECKING:
     from ._envelope import Envelope
-    from ._kafka_wire import Consumer, TopicPartition
+    from ._kafka_driver import Consumer, TopicPartition
 
 __all__ = ("PREFETCH", "Held", "Part", "Window")
 

@@ -1,186 +1,39 @@
-"""The aiokafka seam of `KafkaQueue`: typed views of the driver, topic names, and `Wire` (produce, admin).
-
-aiokafka ships no type information, so it is imported with `importlib` and its objects are used through
-the small Protocols below, which list exactly what the queue calls.
-"""
+"""Kafka names of a `KafkaQueue` and `Wire`, its producer and admin client with retries across outages."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 import string
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._errors import BackendError, BackendUnavailable, ConfigError
+from ._kafka_driver import (
+    driver_errors,
+    is_retriable,
+    kafka_error,
+    new_admin,
+    new_consumer,
+    new_producer,
+    new_topic,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence
 
-__all__ = (
-    "DUE",
-    "RAW",
-    "Admin",
-    "Batch",
-    "Consumer",
-    "Names",
-    "Out",
-    "Producer",
-    "Record",
-    "TopicPartition",
-    "Wire",
-    "due_header",
-    "is_retriable",
-    "kafka_error",
-    "parse_url",
-    "partition_for",
-    "rebalance_listener",
-    "topic_partition",
-)
+    from ._kafka_driver import Admin, Consumer, Out, Producer, TopicPartition
+
+__all__ = ("DUE", "RAW", "Names", "Wire", "due_header", "parse_url")
 
 logger = logging.getLogger(__name__)
-
-_T = TypeVar("_T", bound=type)
-
-_aiokafka: Any = importlib.import_module("aiokafka")  # ModuleNotFoundError without the `kafka` extra
-_admin: Any = importlib.import_module("aiokafka.admin")
-_errors: Any = importlib.import_module("aiokafka.errors")
-_abc: Any = importlib.import_module("aiokafka.abc")
-_range: Any = importlib.import_module("aiokafka.coordinator.assignors.range")
-_murmur2: Callable[[bytes], int] = importlib.import_module("aiokafka.partitioner").murmur2
-
-kafka_error: type[Exception] = _errors.KafkaError
-"""Base class of every aiokafka error."""
-
-_RETRIABLE: tuple[type[BaseException], ...] = (
-    TimeoutError,
-    OSError,
-    _errors.KafkaTimeoutError,
-    _errors.KafkaConnectionError,
-    _errors.NodeNotReadyError,
-    _errors.NoBrokersAvailable,
-    _errors.RequestTimedOutError,
-    _errors.UnknownTopicOrPartitionError,
-    _errors.NotLeaderForPartitionError,
-    _errors.LeaderNotAvailableError,
-    _errors.UnknownError,  # tansu answers this while it re-creates a topic after a restart
-)
 
 DUE = "mocra-due"
 """Header: epoch milliseconds before which a record is held back (delayed publish, nack with delay)."""
 RAW = "mocra-raw"
 """Header of a DLQ record whose `body` is the raw record value (not an envelope, or not decodable)."""
-
-Out = tuple["bytes | None", "bytes | None", "list[tuple[str, bytes]]"]
-"""A record to produce: key, value, headers."""
-
-
-class TopicPartition(NamedTuple):
-    """The type of aiokafka's `TopicPartition`; make them with `topic_partition` (aiokafka's own class)."""
-
-    topic: str
-    partition: int
-
-
-def topic_partition(topic: str, partition: int) -> TopicPartition:
-    """An aiokafka `TopicPartition`."""
-    tp: TopicPartition = _aiokafka.TopicPartition(topic, partition)
-    return tp
-
-
-class Record(Protocol):
-    """What the queue reads of an aiokafka `ConsumerRecord`."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Sequence[tuple[str, bytes]]
-
-
-class Batch(Protocol):
-    """aiokafka's `BatchBuilder`."""
-
-    def append(
-        self, *, timestamp: float | None, key: bytes | None, value: bytes | None, headers: Sequence[Any]
-    ) -> object | None: ...
-
-    def record_count(self) -> int: ...
-
-
-class _Sent(Protocol):
-    offset: int
-
-
-class Producer(Protocol):
-    """What the queue calls on an `AIOKafkaProducer`."""
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-    def create_batch(self) -> Batch: ...
-    async def send_batch(self, batch: Batch, topic: str, *, partition: int) -> Awaitable[_Sent]: ...
-
-
-class Consumer(Protocol):
-    """What the queue calls on an `AIOKafkaConsumer`."""
-
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-    def subscribe(
-        self, topics: Sequence[str] = (), pattern: None = None, listener: object = None
-    ) -> None: ...
-    def assign(self, partitions: Sequence[TopicPartition]) -> None: ...
-    def assignment(self) -> set[TopicPartition]: ...
-    async def getmany(
-        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
-    ) -> dict[TopicPartition, list[Record]]: ...
-    async def commit(self, offsets: dict[TopicPartition, int]) -> None: ...
-    async def position(self, partition: TopicPartition) -> int: ...
-    async def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
-    async def beginning_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
-    def seek(self, partition: TopicPartition, offset: int) -> None: ...
-    def pause(self, *partitions: TopicPartition) -> None: ...
-    def resume(self, *partitions: TopicPartition) -> None: ...
-    def unsubscribe(self) -> None: ...
-
-
-class _Committed(Protocol):
-    offset: int
-
-
-class Admin(Protocol):
-    """What the queue calls on an `AIOKafkaAdminClient`."""
-
-    async def start(self) -> None: ...
-    async def close(self) -> None: ...
-    async def create_topics(self, new_topics: list[Any]) -> Any: ...
-    async def delete_topics(self, topics: list[str]) -> Any: ...
-    async def describe_topics(self, topics: list[str] | None = None) -> list[dict[str, Any]]: ...
-    async def list_consumer_groups(self) -> list[tuple[str, str]]: ...
-    async def list_consumer_group_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None = None
-    ) -> dict[TopicPartition, _Committed]: ...
-
-
-def rebalance_listener(cls: _T) -> _T:
-    """Register `cls` as an aiokafka `ConsumerRebalanceListener` (the driver checks `isinstance`)."""
-    _abc.ConsumerRebalanceListener.register(cls)
-    return cls
-
-
-def is_retriable(exc: BaseException) -> bool:
-    """Whether `exc` is an outage (connection, timeout, leadership, a topic lost with the broker's state)."""
-    return isinstance(exc, _RETRIABLE) or bool(getattr(exc, "retriable", False))
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """The partition of `key`, as Kafka's Java client computes it (murmur2), so other clients agree."""
-    return (_murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 def parse_url(url: str) -> str:
@@ -305,10 +158,8 @@ class Wire:
 
     async def connect(self, seconds: float) -> None:
         """Start the producer and admin client; `BackendUnavailable` if the broker cannot be reached."""
-        producer: Producer = _aiokafka.AIOKafkaProducer(
-            acks="all", linger_ms=0, max_batch_size=1 << 20, **self.options()
-        )
-        admin: Admin = _admin.AIOKafkaAdminClient(**self.options())
+        producer = new_producer(acks="all", linger_ms=0, max_batch_size=1 << 20, **self.options())
+        admin = new_admin(**self.options())
         try:
             with anyio.fail_after(seconds):
                 await producer.start()
@@ -330,13 +181,10 @@ class Wire:
                 await _quietly(admin.close())
 
     def consumer(self, **options: Any) -> Consumer:
-        """A new (not started) `AIOKafkaConsumer`; `group_id` makes it a group member."""
-        if "group_id" in options:
-            options["partition_assignment_strategy"] = (_range.RangePartitionAssignor,)
-        consumer: Consumer = _aiokafka.AIOKafkaConsumer(
+        """A new (not started) consumer; `group_id` makes it a group member."""
+        return new_consumer(
             enable_auto_commit=False, auto_offset_reset="earliest", **self.options(), **options
         )
-        return consumer
 
     async def retrying(self, what: str, call: Callable[[], Awaitable[Any]], topic: str = "") -> Any:
         """Run `call` (one attempt bounded by `request_timeout`), retrying outages; see the class."""
@@ -369,19 +217,19 @@ class Wire:
         if admin is None:
             raise anyio.ClosedResourceError
         self._configs[name] = configs or {}
-        new = _admin.NewTopic(name, partitions, 1, topic_configs=configs or {})
+        new = new_topic(name, partitions, configs or {})
 
         async def create() -> int:
             response = await admin.create_topics([new])
             code = response.topic_errors[0][1]
             if code == 0:
                 return partitions
-            if code != _errors.TopicAlreadyExistsError.errno:
-                raise _errors.for_code(code)(f"cannot create topic {name!r}")
+            if code != driver_errors.TopicAlreadyExistsError.errno:
+                raise driver_errors.for_code(code)(f"cannot create topic {name!r}")
             [meta] = await admin.describe_topics([name])
             count = len(meta["partitions"])
             if not count:
-                raise _errors.UnknownTopicOrPartitionError(name)
+                raise driver_errors.UnknownTopicOrPartitionError(name)
             return count
 
         count: int = await self.retrying(f"creating topic {name!r}", create)
@@ -413,7 +261,7 @@ class Wire:
             producer = self._producer
             if producer is None:
                 raise anyio.ClosedResourceError
-            sent: list[tuple[Awaitable[_Sent], int]] = []
+            sent: list[tuple[Awaitable[Any], int]] = []
             batch = producer.create_batch()
             for key, value, headers in records:
                 if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
@@ -422,7 +270,9 @@ class Wire:
                     )
                     batch = producer.create_batch()
                     if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
-                        raise _errors.MessageSizeTooLargeError(f"a message of {len(value or b'')} bytes")
+                        raise driver_errors.MessageSizeTooLargeError(
+                            f"a message of {len(value or b'')} bytes"
+                        )
             sent.append((await producer.send_batch(batch, name, partition=partition), batch.record_count()))
             end = 0
             for future, count in sent:
@@ -440,10 +290,10 @@ class Wire:
         if admin is None:
             raise anyio.ClosedResourceError
 
-        async def fetch() -> dict[TopicPartition, _Committed]:
+        async def fetch() -> dict[TopicPartition, Any]:
             return await admin.list_consumer_group_offsets(group_id, partitions=partitions)
 
-        found: dict[TopicPartition, _Committed] = await self.retrying("reading committed offsets", fetch)
+        found: dict[TopicPartition, Any] = await self.retrying("reading committed offsets", fetch)
         return {tp: found[tp].offset if tp in found else -1 for tp in partitions}
 
     async def groups(self, prefix: str) -> list[str]:
