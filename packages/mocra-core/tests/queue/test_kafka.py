@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import socket
 import sys
 import time
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from mocra_core.queue import Delivery
 
 pytestmark = pytest.mark.anyio
+
+KAFKA_URL_SET = bool(os.environ.get("MOCRA_TEST_KAFKA_URL"))
 
 T = "fetch"
 
@@ -310,3 +313,58 @@ async def test_a_restarted_broker_is_reconnected_and_work_goes_on(
                 if any(str(d.payload).startswith("after") for d in got):
                     break
         await queue.ack(got)
+
+
+async def test_a_lane_another_process_creates_is_consumed(make: Callable[..., KafkaQueue]) -> None:
+    async with make() as worker, make() as other:
+        await worker.publish(T, ["low"])
+        [low] = await take(worker)
+        await other.publish(T, ["urgent"], priority=9)  # a lane topic the worker has not seen
+        with anyio.fail_after(20):  # found by the worker's periodic look (5 s), then a rebalance
+            [urgent] = await take(worker, wait=15)
+        assert (urgent.payload, urgent.priority) == ("urgent", 9)
+        await worker.ack([low, urgent])
+
+
+_CRASHING_WORKER = """
+import sys, anyio
+from mocra_core.queue import KafkaQueue, MsgpackCodec
+
+async def main(url, namespace):
+    options = {"namespace": namespace, "session_timeout": 2.0, "fetch_wait": 0.02}
+    async with KafkaQueue(url, codec=MsgpackCodec(), **options) as q:
+        [d] = await q.consume("fetch", group="workers", wait=10)
+        print(d.id, d.attempt, flush=True)
+        await anyio.sleep_forever()  # killed here, the lease never acked
+
+anyio.run(main, sys.argv[1], sys.argv[2])
+"""
+
+
+@pytest.mark.slow
+async def test_a_killed_consumer_hands_its_message_on_with_the_next_attempt(
+    make: Callable[..., KafkaQueue], url: str, kafka_namespace: str, admin: AIOKafkaAdminClient
+) -> None:
+    if KAFKA_URL_SET:
+        pytest.skip("needs the short session timeout tansu accepts")
+    async with make() as queue:
+        await queue.publish(T, ["poison"], key="k")
+        [tp] = queue._lanes.published
+        command = [sys.executable, "-c", _CRASHING_WORKER, url, kafka_namespace]
+        async with await anyio.open_process(command) as worker:
+            assert worker.stdout is not None
+            with anyio.fail_after(20):
+                line = (await worker.stdout.receive()).decode().split()
+            assert line[1] == "1"
+
+            async def lease_marked() -> bool:  # the worker commits its lease mark in the background
+                marks = f"{kafka_namespace}.{T}~leases.workers"
+                offsets = await admin.list_consumer_group_offsets(marks, partitions=[tp])
+                return bool(offsets[tp].offset == 1)
+
+            await eventually(lease_marked)
+            worker.kill()  # SIGKILL: no close, no commit, no leaving the group
+        with anyio.fail_after(30):  # its partitions come back once its session times out
+            [again] = await take(queue, wait=25)
+        assert (again.id, again.payload, again.attempt) == (line[0], "poison", 2)
+        await queue.ack([again])

@@ -1,40 +1,42 @@
 """`KafkaQueue`: a `QueueBackend` on Apache Kafka (or a Kafka-compatible broker such as tansu), via aiokafka.
 
-How the contract maps onto Kafka (consuming side: `_kafka_reader.py`; DLQ: `_kafka_dlq.py`):
+How the contract maps onto Kafka (reading: `_kafka_reader.py`, `_kafka_window.py`; DLQ: `_kafka_dlq.py`):
 
 - **Topics and lanes.** Each priority lane of a topic is a Kafka topic `<namespace>.<topic>.<lane>` with
   `partitions` partitions (default 4), created on first use with the admin client. A message is one record:
   its msgpack `Envelope` as the value, its partition key as the record key.
-- **Groups and partition keys.** Each (topic, group) is a Kafka consumer group `<namespace>.<topic>.<group>`
+- **Groups and partition keys.** Each (topic, group) is a consumer group `<namespace>.<topic>.<group>`
   subscribed to every lane topic, with the range assignor, so partition *i* of every lane goes to the same
   member. A key hashes (murmur2, as Kafka's Java client) to one partition, hence to one member, which hands
-  a key's messages out one at a time and in order. Unkeyed messages go to one partition per publish
-  (round robin over calls; batches over 100 messages are split across partitions), keeping a batch's order.
+  a key's messages out one at a time and in order. Unkeyed messages go to one partition per publish (round
+  robin; batches over 100 messages are split), so a batch keeps its order.
 - **Leases, acks and commits.** A member fetches its partitions into a window and leases from it without
-  I/O: highest lane first, then by `created` (unique and increasing per queue object). The committed offset
-  of a partition is its oldest record not done yet, so it moves only past a contiguous run of acked
-  records; a background task commits whenever it moves (acks do not wait for it). After a rebalance a
-  member keeps the window of every partition it still owns; others are read again from the committed
-  offset, so acked records above it are delivered again (at least once).
-- **Visibility timeout, nack and delays.** A lease that passes `visibility_timeout` is republished to its
-  partition with `attempt + 1` (or dead-lettered) and the original counted done; `nack` does the same,
-  with a `mocra-due` header (epoch ms) for its delay. A delayed record is held back in the window (it does
-  not count against the per-partition prefetch of 1,000) and holds its partition's committed offset back
-  until it is done. A consumer that dies without acking loses its partitions after the session timeout; the
-  new owner gets its records again with their last published attempt (Kafka keeps no delivery count).
-- **Priority** is exact within what a member has fetched: every lane is fetched at once and the highest
-  lane is handed out first; a backlog does not hide a higher lane (unlike one topic with a priority field).
-  A lane another process creates is subscribed to within 5 s (a rebalance).
+  I/O: highest lane first, then by `created`. A partition's committed offset is its oldest record not done,
+  so commits move only past a contiguous run of acks; a background task commits (acks do not wait). After
+  a rebalance a member keeps the window of each partition it still owns; a partition that moved is read
+  again from its committed offset (acked records above it come back: at least once).
+- **Visibility timeout, nack and delays.** An expired lease is republished to its partition with
+  `attempt + 1` (or dead-lettered) and the original counted done; `nack` does the same, with a `mocra-due`
+  header (epoch ms) for its delay. A delayed record waits in the window and holds its partition's committed
+  offset back until it is done.
+- **Lost members.** A member that dies or closes without acking loses its partitions after the session
+  timeout. Each member also commits the offset after the last record it leased, to a group without members
+  (`<namespace>.<topic>~leases.<group>`); the next owner hands the records between the two marks out with
+  `attempt + 1` (or dead-letters them), so a message that kills its worker ends in the DLQ. That commit
+  follows a lease in the background: a crash within milliseconds of a lease repeats the attempt number.
+- **Priority** is exact within what a member has fetched: all lanes are fetched at once, so a backlog does
+  not hide a higher lane. A lane created by another process is subscribed to within 5 s (a rebalance).
 - **DLQ.** `<namespace>.<topic>.dlq`: one partition, compacted, keyed by message id; `replay` republishes
-  and writes a tombstone per id. Undecodable records (not an envelope, or a payload the codec rejects) go
-  there with the reason.
-- **Pending** = for each lane partition, end offset minus the group's committed offset (its start offset
-  if none), except for partitions this object owns, where it is end offset minus fetch position plus the
-  records held. It is exact on the owning member; for partitions of other members it may count acked
-  records above their committed offset until those commits catch up, never fewer. With several groups
-  on a topic, the largest count wins.
+  and writes a tombstone per id. Undecodable records go there with the reason.
+- **Pending** = per lane partition, end offset minus the group's committed offset (the start offset if
+  none); for partitions this object owns, end offset minus fetch position plus the records it holds. Exact
+  on the owner; for other members' partitions it may count acked records above their committed offset
+  until their commits land, never fewer. With several groups on a topic, the largest count wins.
 - **Outages.** Calls retry connection errors and lost topics (a restarted broker) for `reconnect_timeout`
   seconds, then raise `BackendUnavailable`; the consumers reconnect on their own.
+- **tansu** (0.6) joins a group in half the session timeout (at least 1 s), answers a fetch only after
+  `fetch_wait`, reports end offsets one past the first record of the last batch (so `pending` reads the
+  last batch) and drops commit metadata (hence the second group).
 
 Needs the asyncio event loop (aiokafka).
 """
