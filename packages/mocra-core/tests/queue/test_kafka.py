@@ -333,8 +333,10 @@ from mocra_core.queue import KafkaQueue, MsgpackCodec
 async def main(url, namespace):
     options = {"namespace": namespace, "session_timeout": 2.0, "fetch_wait": 0.02}
     async with KafkaQueue(url, codec=MsgpackCodec(), **options) as q:
-        [d] = await q.consume("fetch", group="workers", wait=10)
-        print(d.id, d.attempt, flush=True)
+        found = []
+        while not found:
+            found = await q.consume("fetch", group="workers", wait=5)
+        print(found[0].id, found[0].attempt, flush=True)
         await anyio.sleep_forever()  # killed here, the lease never acked
 
 anyio.run(main, sys.argv[1], sys.argv[2])
@@ -353,9 +355,12 @@ async def test_a_killed_consumer_hands_its_message_on_with_the_next_attempt(
         command = [sys.executable, "-c", _CRASHING_WORKER, url, kafka_namespace]
         async with await anyio.open_process(command) as worker:
             assert worker.stdout is not None
-            with anyio.fail_after(20):
-                line = (await worker.stdout.receive()).decode().split()
-            assert line[1] == "1"
+            output = b""
+            with anyio.fail_after(30):
+                while not output.endswith(b"\n"):
+                    output += await worker.stdout.receive()
+            line = output.decode().split()
+            assert line[1] == "1", output
 
             async def lease_marked() -> bool:  # the worker commits its lease mark in the background
                 marks = f"{kafka_namespace}.{T}~leases.workers"
