@@ -42,7 +42,7 @@ async def tree_page(request: ServerRequest) -> ServerResponse:
     n = int(request.path.rsplit("/", 1)[1])
     if n >= PAGES:
         return ServerResponse(404, "no")
-    await anyio.sleep(0.02)
+    await anyio.sleep(0.05)  # slow enough that the signal lands mid-crawl on a loaded machine
     links = "".join(f'<a href="/p/{k}">{k}</a>' for k in (2 * n + 1, 2 * n + 2, 0) if k < PAGES)
     return ServerResponse(body=f"<html><body>{links}</body></html>")
 
