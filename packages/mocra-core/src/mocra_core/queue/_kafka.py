@@ -53,6 +53,7 @@ import anyio
 import anyio.lowlevel
 
 from .._errors import redact
+from ._checks import check_limits, check_max_messages, check_payloads
 from ._envelope import Envelope, pack
 from ._kafka_dlq import DeadLetters
 from ._kafka_driver import topic_partition
@@ -124,10 +125,7 @@ class KafkaQueue:
         fetch_wait: float = 0.1,
         reconnect_timeout: float = 30.0,
     ) -> None:
-        if visibility_timeout <= 0:
-            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        check_limits(visibility_timeout, max_attempts)
         if partitions < 1:
             raise ValueError(f"partitions must be at least 1, got {partitions!r}")
         self.url = redact(url)
@@ -225,8 +223,7 @@ class KafkaQueue:
     ) -> None:
         """Add `payloads` to `topic`, in order (see `QueueBackend.publish` and the module docstring)."""
         self._check()
-        if isinstance(payloads, (str, bytes)):
-            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        check_payloads(payloads)
         if key is not None and not isinstance(key, str):
             raise TypeError(f"key must be a str or None, got {key!r}")
         self._names.lane(topic, priority)  # checks the topic and the lane
@@ -251,8 +248,7 @@ class KafkaQueue:
         published before.
         """
         self._check()
-        if max_messages < 1:
-            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        check_max_messages(max_messages)
         cutoff = time.time()
         reader = await self._reader(topic, group)
         await anyio.lowlevel.checkpoint()

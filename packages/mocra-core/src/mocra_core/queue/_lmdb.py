@@ -12,6 +12,7 @@ import anyio
 import anyio.lowlevel
 
 from .._errors import ConfigError
+from ._checks import check_limits, check_max_messages, check_payloads
 from ._delivery import DeadLetter, Delivery
 from ._lmdb_store import LmdbStore, unpack_message
 from ._lockfile import LockFile
@@ -111,10 +112,7 @@ class LmdbQueue:
         wall_clock: Callable[[], float] = time.time,
         map_size: int = 8 << 30,
     ) -> None:
-        if visibility_timeout <= 0:
-            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        check_limits(visibility_timeout, max_attempts)
         self.path = os.fspath(path)
         self.visibility_timeout = visibility_timeout
         self.max_attempts = max_attempts
@@ -169,8 +167,7 @@ class LmdbQueue:
     ) -> None:
         """Add `payloads` to `topic`, in order, in one commit (see `QueueBackend.publish`)."""
         state = self._topic(topic)
-        if isinstance(payloads, (str, bytes)):
-            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        check_payloads(payloads)
         if not payloads:
             return
         blobs = [self._codec.encode(payload) for payload in payloads]
@@ -197,8 +194,7 @@ class LmdbQueue:
             if state.group is not None:
                 raise ValueError(f"topic {topic!r} is consumed by group {state.group!r}, not {group!r}")
             state.group = group
-        if max_messages < 1:
-            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        check_max_messages(max_messages)
         await anyio.lowlevel.checkpoint()
         found = self._take(topic, max_messages)
         if found or wait <= 0:

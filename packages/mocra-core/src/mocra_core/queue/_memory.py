@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
+from ._checks import check_limits, check_max_messages, check_payloads
 from ._delivery import DeadLetter, Delivery
 from ._waiters import Waiters, new_lease_token
 
@@ -123,10 +124,7 @@ class MemoryQueue:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if visibility_timeout <= 0:
-            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        check_limits(visibility_timeout, max_attempts)
         self.visibility_timeout = visibility_timeout
         self.max_attempts = max_attempts
         self._clock = clock
@@ -159,8 +157,7 @@ class MemoryQueue:
     ) -> None:
         """Add `payloads` to `topic`, in order (see `QueueBackend.publish`)."""
         state = self._topic(topic)
-        if isinstance(payloads, (str, bytes)):
-            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        check_payloads(payloads)
         count = len(payloads)
         if not count:
             return
@@ -190,8 +187,7 @@ class MemoryQueue:
             if state.group is not None:
                 raise ValueError(f"topic {topic!r} is consumed by group {state.group!r}, not {group!r}")
             state.group = group
-        if max_messages < 1:
-            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        check_max_messages(max_messages)
         await anyio.lowlevel.checkpoint()
         found = self._take(topic, max_messages)
         if found or wait <= 0:

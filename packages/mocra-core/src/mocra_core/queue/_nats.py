@@ -57,6 +57,7 @@ import anyio
 import msgspec
 
 from .._errors import BackendError, redact
+from ._checks import check_limits, check_max_messages, check_payloads
 from ._envelope import Envelope, pack
 from ._nats_dlq import DeadLetterStore
 from ._nats_lease import Lease, Leases
@@ -132,10 +133,7 @@ class NatsJetStreamQueue:
         storage: Literal["file", "memory"] = "file",
         timeout: float = 5.0,
     ) -> None:
-        if visibility_timeout <= 0:
-            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        check_limits(visibility_timeout, max_attempts)
         if storage not in ("file", "memory"):
             raise ValueError(f"storage must be 'file' or 'memory', got {storage!r}")
         self.url = url
@@ -240,8 +238,7 @@ class NatsJetStreamQueue:
         """Add `payloads` to `topic`, in order (see `QueueBackend.publish`); one round trip per batch."""
         nc, replies = self._check()
         _check_topic(topic)
-        if isinstance(payloads, (str, bytes)):
-            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        check_payloads(payloads)
         if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
             raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
         if not payloads:
@@ -313,8 +310,7 @@ class NatsJetStreamQueue:
         self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
     ) -> Sequence[Delivery]:
         """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`)."""
-        if max_messages < 1:
-            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        check_max_messages(max_messages)
         puller = await self._puller(topic, group)
         deadline = anyio.current_time() + wait
         generation = puller.generation

@@ -56,6 +56,7 @@ import anyio
 import msgspec
 
 from .._errors import PoisonMessage
+from ._checks import check_limits, check_max_messages, check_payloads
 from ._delivery import DeadLetter, Delivery
 from ._envelope import Envelope, pack, unpack
 from ._redis_bell import Bell
@@ -156,10 +157,7 @@ class RedisStreamsQueue:
         connect_timeout: float = 5.0,
         reconnect_timeout: float = 30.0,
     ) -> None:
-        if visibility_timeout <= 0:
-            raise ValueError(f"visibility_timeout must be > 0 seconds, got {visibility_timeout!r}")
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
+        check_limits(visibility_timeout, max_attempts)
         if not namespace:
             raise ValueError("namespace must not be empty")
         self.namespace = namespace
@@ -223,8 +221,7 @@ class RedisStreamsQueue:
     ) -> None:
         """Add `payloads` to `topic`, in order (see `QueueBackend.publish`)."""
         state = self._topic(topic)
-        if isinstance(payloads, (str, bytes)):
-            raise TypeError("payloads is a sequence of payloads: wrap a single payload in a list")
+        check_payloads(payloads)
         if not payloads:
             return
         lane_ = lane(priority)
@@ -255,8 +252,7 @@ class RedisStreamsQueue:
             if state.group:
                 raise ValueError(f"topic {topic!r} is consumed by group {state.group!r}, not {group!r}")
             state.group = group
-        if max_messages < 1:
-            raise ValueError(f"max_messages must be at least 1, got {max_messages!r}")
+        check_max_messages(max_messages)
         bell = state.bell
         deadline = anyio.current_time() + wait
         try:
