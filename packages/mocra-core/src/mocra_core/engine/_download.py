@@ -12,6 +12,7 @@ import anyio
 
 from .._errors import DownloadError
 from ..modules import LoginFailed
+from ._feeder import Feeder
 
 if TYPE_CHECKING:
     from ..download import DomainLimiter, RetryPolicy, RobotsPolicy
@@ -76,15 +77,9 @@ class DownloadStage:
         self._stopping = True
 
     async def run(self, concurrency: int) -> None:
-        """Run the workers until `stop` is called."""
-        async with anyio.create_task_group() as tg:
-            for index in range(concurrency):
-                tg.start_soon(self._worker, name=f"download-{index}")
-
-    async def _worker(self) -> None:
-        while not self._stopping:
-            for delivery in await self._queue.consume(_REQUESTS, group="download", max_messages=1, wait=0.2):
-                await self._handle(delivery)
+        """Run the workers until `stop` is called (each finishes the request it holds)."""
+        feeder = Feeder(self._queue, _REQUESTS, "download", lambda: self._stopping)
+        await feeder.run(concurrency, self._handle)
 
     async def _handle(self, delivery: Delivery) -> None:
         request: Request = delivery.payload  # type: ignore[assignment]

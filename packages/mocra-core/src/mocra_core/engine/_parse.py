@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..modules import Ctx
+from ._feeder import Feeder
 from ._items import SinkWriteFailed
 
 if TYPE_CHECKING:
@@ -59,17 +60,8 @@ class ParseStage:
 
     async def run(self, workers: int) -> None:
         """Run the workers until `stop` is called and no response is left."""
-        async with anyio.create_task_group() as tg:
-            for index in range(workers):
-                tg.start_soon(self._worker, name=f"parse-{index}")
-
-    async def _worker(self) -> None:
-        while True:
-            deliveries = await self._queue.consume(_RESPONSES, group="parse", max_messages=1, wait=0.2)
-            if not deliveries and self._stopping:
-                return
-            for delivery in deliveries:
-                await self._handle(delivery)
+        feeder = Feeder(self._queue, _RESPONSES, "parse", lambda: self._stopping, drain=True)
+        await feeder.run(workers, self._handle)
 
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
