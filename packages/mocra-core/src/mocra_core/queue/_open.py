@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,15 @@ if TYPE_CHECKING:
     from ._codec import Codec
 
 __all__ = ("open_queue",)
+
+
+# scheme -> backend class; `_LAZY` in `queue/__init__.py` says where it lives and what extra it needs
+_NETWORKED = {
+    "redis": "RedisStreamsQueue",
+    "rediss": "RedisStreamsQueue",
+    "nats": "NatsJetStreamQueue",
+    "kafka": "KafkaQueue",
+}
 
 
 def open_queue(
@@ -81,48 +91,20 @@ def open_queue(
             clock=clock,
             wall_clock=wall_clock,
         )
-    if scheme in ("redis", "rediss") and sep:
+    if scheme in _NETWORKED and sep:
         if codec is None:
             raise ConfigError("queue.url", f"a {scheme}:// queue needs a codec for its payloads (codec=...)")
+        from . import _LAZY  # (module, extra, driver) of each networked backend
+
+        name = _NETWORKED[scheme]
+        module, extra, driver = _LAZY[name]
         try:
-            from ._redis import RedisStreamsQueue
+            backend: Callable[..., QueueBackend] = getattr(importlib.import_module(module, __package__), name)
         except ModuleNotFoundError as exc:
-            if (exc.name or "").partition(".")[0] != "redis":
+            if (exc.name or "").partition(".")[0] != driver:
                 raise
-            raise MissingExtra("redis", f"queue URL {redact(url)!r}") from exc
-        return RedisStreamsQueue(
-            url,
-            codec=codec,
-            namespace=namespace,
-            visibility_timeout=visibility_timeout,
-            max_attempts=max_attempts,
-        )
-    if scheme == "nats" and sep:
-        if codec is None:
-            raise ConfigError("queue.url", "a nats:// queue needs a codec for its payloads (codec=...)")
-        try:
-            from ._nats import NatsJetStreamQueue
-        except ModuleNotFoundError as exc:
-            if (exc.name or "").partition(".")[0] != "nats":
-                raise
-            raise MissingExtra("nats", f"queue URL {redact(url)!r}") from exc
-        return NatsJetStreamQueue(
-            url,
-            codec=codec,
-            namespace=namespace,
-            visibility_timeout=visibility_timeout,
-            max_attempts=max_attempts,
-        )
-    if scheme == "kafka" and sep:
-        if codec is None:
-            raise ConfigError("queue.url", "a kafka:// queue needs a codec for its payloads (codec=...)")
-        try:
-            from ._kafka import KafkaQueue
-        except ModuleNotFoundError as exc:
-            if (exc.name or "").partition(".")[0] != "aiokafka":
-                raise
-            raise MissingExtra("kafka", f"queue URL {redact(url)!r}") from exc
-        return KafkaQueue(
+            raise MissingExtra(extra, f"queue URL {redact(url)!r}") from exc
+        return backend(
             url,
             codec=codec,
             namespace=namespace,
