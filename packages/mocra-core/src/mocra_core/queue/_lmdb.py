@@ -9,11 +9,11 @@ from heapq import heappop, heappush
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.lowlevel
 
 from .._errors import ConfigError
-from ._checks import check_limits, check_max_messages, check_payloads
+from ._checks import check_limits, check_payloads
 from ._delivery import DeadLetter, Delivery
+from ._inprocess import InProcessQueue
 from ._lmdb_store import LmdbStore, unpack_message
 from ._lockfile import LockFile
 from ._waiters import Waiters, new_lease_token
@@ -58,7 +58,7 @@ class _Topic:
         self.waiters = Waiters()
 
 
-class LmdbQueue:
+class LmdbQueue(InProcessQueue[_Topic]):
     """A `QueueBackend` stored in an LMDB directory, so a crawl resumes where it stopped.
 
     Every state change is one LMDB write transaction, committed before the call returns. LMDB calls take
@@ -184,31 +184,6 @@ class LmdbQueue:
         for seq in seqs:
             heappush(state.delayed, (due_by_clock, seq))
         state.waiters.nudge()
-
-    async def consume(
-        self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
-    ) -> Sequence[Delivery]:
-        """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`)."""
-        state = self._topic(topic)
-        if state.group != group:
-            if state.group is not None:
-                raise ValueError(f"topic {topic!r} is consumed by group {state.group!r}, not {group!r}")
-            state.group = group
-        check_max_messages(max_messages)
-        await anyio.lowlevel.checkpoint()
-        found = self._take(topic, max_messages)
-        if found or wait <= 0:
-            return found
-        return await state.waiters.wait_for(
-            lambda: self._take(topic, max_messages), lambda: self._due_in(state), wait
-        )
-
-    def _due_in(self, state: _Topic) -> float | None:
-        due = state.delayed[0][0] if state.delayed else None
-        if state.leases:
-            deadline = next(iter(state.leases.values())).deadline
-            due = deadline if due is None else min(due, deadline)
-        return None if due is None else due - self._clock()
 
     def _take(self, topic: str, max_messages: int) -> list[Delivery]:
         state = self._topic(topic)

@@ -10,10 +10,10 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.lowlevel
 
-from ._checks import check_limits, check_max_messages, check_payloads
+from ._checks import check_limits, check_payloads
 from ._delivery import DeadLetter, Delivery
+from ._inprocess import InProcessQueue
 from ._waiters import Waiters, new_lease_token
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class _Topic:
         return lane
 
 
-class MemoryQueue:
+class MemoryQueue(InProcessQueue[_Topic]):
     """A `QueueBackend` in process memory, for single-process crawls and tests.
 
     Payload objects are handed to consumers as they were published (no serialisation, no copy): do not
@@ -177,31 +177,6 @@ class MemoryQueue:
             return
         lane.fresh.extend(messages)
         state.waiters.notify(count)
-
-    async def consume(
-        self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
-    ) -> Sequence[Delivery]:
-        """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`)."""
-        state = self._topic(topic)
-        if state.group != group:
-            if state.group is not None:
-                raise ValueError(f"topic {topic!r} is consumed by group {state.group!r}, not {group!r}")
-            state.group = group
-        check_max_messages(max_messages)
-        await anyio.lowlevel.checkpoint()
-        found = self._take(topic, max_messages)
-        if found or wait <= 0:
-            return found
-        return await state.waiters.wait_for(
-            lambda: self._take(topic, max_messages), lambda: self._due_in(state), wait
-        )
-
-    def _due_in(self, state: _Topic) -> float | None:
-        due = state.delayed[0][0] if state.delayed else None
-        if state.leases:
-            deadline = next(iter(state.leases.values())).deadline
-            due = deadline if due is None else min(due, deadline)
-        return None if due is None else due - self._clock()
 
     def _take(self, topic: str, max_messages: int) -> list[Delivery]:
         state = self._topic(topic)
