@@ -6,6 +6,7 @@ store is shared (LMDB on one host; Raft or a broker's KV across hosts), not per 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -25,13 +26,16 @@ class RunBook:
     Keys per run: `stop:{run}`, `gate:{run}:{a}>{b}`, `fallback:{run}:{key}`, `open:{run}:{node}`,
     `fanin:{run}:{node}` and `inputs:{run}:{node}`.
 
-    Stop signals are cached once seen (a stopped run never restarts), so checking a live run costs one
-    store read and a stopped one none.
+    Stop signals are cached once seen (a stopped run never restarts), and a run found live is not asked
+    about again for `recheck` seconds: checking costs one store read per run and interval (a round trip
+    on a shared store), not one per request. A stop from another worker is seen within `recheck`.
     """
 
-    def __init__(self, coordination: Coordination) -> None:
+    def __init__(self, coordination: Coordination, *, recheck: float = 0.5) -> None:
         self._store = coordination
         self._stopped: set[str] = set()
+        self._live_until: dict[str, float] = {}
+        self._recheck = recheck
 
     async def is_stopped(self, run: str | None) -> bool:
         """True when `run` was stopped by one of its nodes."""
@@ -39,9 +43,13 @@ class RunBook:
             return False
         if run in self._stopped:
             return True
+        now = time.monotonic()
+        if self._live_until.get(run, 0.0) > now:
+            return False
         if await self._store.get(f"stop:{run}") is not None:
             self._stopped.add(run)
             return True
+        self._live_until[run] = now + self._recheck
         return False
 
     async def stop(self, run: str | None, reason: str) -> None:
