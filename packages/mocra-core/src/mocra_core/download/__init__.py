@@ -1,12 +1,21 @@
 """The download stage: the `Downloader` seam and its httpx implementation, politeness, retries.
 
-Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down) and `RobotsPolicy`
-(robots.txt); `RetryPolicy` decides whether and when a failed download is tried again.
+Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down, in one process),
+`GatedLimiter` (the same plus a `DomainGate` ticket, so the limits hold across the workers of a job:
+`LmdbDomainGate` on one host, `RedisDomainGate` on many, the latter imported on first use as it needs the
+`redis` extra) and `RobotsPolicy` (robots.txt); `RetryPolicy` decides whether and when a failed download
+is tried again.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._errors import MissingExtra
 from ._decode import ACCEPT_ENCODING, BodyDecoder
+from ._gate import DomainGate, Ticket
+from ._gate_limiter import GatedLimiter
+from ._gate_lmdb import LmdbDomainGate
 from ._httpx import HttpxDownloader, HttpxSession
 from ._limiter import DomainLimiter, DomainState, domain_of
 from ._protocol import Downloader
@@ -14,20 +23,48 @@ from ._retry import RetryPolicy, RetrySettings, parse_retry_after
 from ._robots import RobotsPolicy, origin_of
 from ._settings import DEFAULT_HEADERS, DownloadSettings
 
+if TYPE_CHECKING:
+    from ._gate_redis import RedisDomainGate
+
 __all__ = (
     "ACCEPT_ENCODING",
     "DEFAULT_HEADERS",
     "BodyDecoder",
+    "DomainGate",
     "DomainLimiter",
     "DomainState",
     "DownloadSettings",
     "Downloader",
+    "GatedLimiter",
     "HttpxDownloader",
     "HttpxSession",
+    "LmdbDomainGate",
+    "RedisDomainGate",
     "RetryPolicy",
     "RetrySettings",
     "RobotsPolicy",
+    "Ticket",
     "domain_of",
     "origin_of",
     "parse_retry_after",
 )
+
+
+def __getattr__(name: str) -> object:
+    """Import `RedisDomainGate` on first use, so the package works without the `redis` extra."""
+    if name != "RedisDomainGate":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        from ._gate_redis import RedisDomainGate
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "redis":
+            raise
+        raise MissingExtra("redis", f"{__name__}.RedisDomainGate") from exc
+    globals()[name] = RedisDomainGate
+    return RedisDomainGate
+
+
+if TYPE_CHECKING:  # mypy --strict proves that the gates fit the protocol
+
+    def _fits(lmdb: LmdbDomainGate, redis: RedisDomainGate) -> tuple[DomainGate, DomainGate]:
+        return lmdb, redis

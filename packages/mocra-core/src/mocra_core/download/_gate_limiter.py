@@ -1,0 +1,187 @@
+"""`GatedLimiter`: a per-process `DomainLimiter` whose slots also hold a job-wide `DomainGate` ticket."""
+
+from __future__ import annotations
+
+import logging
+import random as _random
+from typing import TYPE_CHECKING
+
+import anyio
+
+from .._errors import MocraError
+from ._gate import Ticket
+from ._limiter import domain_of
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+    from ._gate import DomainGate
+    from ._limiter import DomainLimiter, DomainState
+
+__all__ = ("POLL_MAX", "POLL_MIN", "GatedLimiter")
+
+logger = logging.getLogger(__name__)
+
+POLL_MIN = 0.005
+"""Seconds before a request asks a full gate again the first time; each further time doubles it."""
+POLL_MAX = 0.05
+"""Cap on that wait (seconds); a slot freed in this process wakes its waiters at once."""
+_LEAVE_TIMEOUT = 5.0
+
+
+class _GatedSlot:
+    __slots__ = ("_key", "_limiter", "_local", "_ticket")
+
+    def __init__(self, limiter: GatedLimiter, key: str) -> None:
+        self._limiter = limiter
+        self._key = key
+        self._local = limiter.local.slot(key)
+        self._ticket: Ticket | None = None
+
+    async def __aenter__(self) -> None:
+        await self._local.__aenter__()
+        try:
+            self._ticket = await self._limiter._admit(self._key)
+        except BaseException:
+            await self._local.__aexit__(None, None, None)
+            raise
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        ticket, self._ticket = self._ticket, None
+        try:
+            if ticket is not None:
+                await self._limiter._leave(ticket)
+        finally:
+            await self._local.__aexit__(exc_type, exc, tb)
+
+
+class GatedLimiter:
+    """Politeness across the workers of a job: a `DomainLimiter` slot plus a job-wide `DomainGate` ticket.
+
+    A slot first waits in this process's `DomainLimiter` (first come, first served; its delay, adaptive
+    slow-down and `Retry-After` blocks), then takes a ticket from the gate, which every worker of the job
+    shares, and sleeps until the start the ticket reserved. What holds where:
+
+    - **Job-wide** (the gate): at most the domain's concurrency in flight across all workers, and request
+      starts at least the domain's delay apart across all workers (plus the asking worker's adaptive
+      extra delay, and jitter as `DomainLimiter.jitter` sets it).
+    - **Per worker** (the local limiter): the adaptive state — a worker that sees 429/503 halves the
+      concurrency and raises the gap *it* asks the gate for; the others keep theirs until they see such
+      responses too. `Retry-After` blocks only the worker that received it. robots.txt `Crawl-delay`
+      (`configure`) is applied by each worker as it reads robots.txt.
+
+    While a domain is full the request asks the gate again after `POLL_MIN` seconds, doubling up to
+    `POLL_MAX` (never later than the earliest holder's expiry), and at once when a request of this
+    process leaves the domain. Waiting is not fair across workers: a worker whose requests keep the
+    domain busy re-enters as soon as it leaves, while the others poll. A ticket expires `ttl` seconds
+    after its start (so a killed worker's slots come back): `ttl` must cover the longest request.
+    Giving a ticket back runs shielded from cancellation (bounded to 5 s); if the gate fails then,
+    the failure is logged and the ticket expires on its own.
+
+    Args:
+        local: The per-process limiter (its `concurrency` and `delay` are the job-wide limits).
+        gate: The job's gate.
+        ttl: Seconds a ticket lives after its start.
+        random: Returns a float in [0, 1), for the jitter.
+
+    Raises:
+        ValueError: `ttl` is not a positive number of seconds.
+
+    Example:
+        >>> import anyio, tempfile
+        >>> from mocra_core.download import DomainLimiter, LmdbDomainGate
+        >>> async def main(path: str) -> int:
+        ...     async with LmdbDomainGate(path) as gate:
+        ...         limiter = GatedLimiter(DomainLimiter(concurrency=2), gate, ttl=60.0)
+        ...         async with limiter.slot("https://example.com/a"):
+        ...             return limiter.state("example.com").active
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     anyio.run(main, tmp)
+        1
+    """
+
+    __slots__ = ("_freed", "_random", "gate", "local", "ttl")
+
+    def __init__(
+        self,
+        local: DomainLimiter,
+        gate: DomainGate,
+        *,
+        ttl: float,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        if not ttl > 0:
+            raise ValueError(f"ttl: must be > 0 seconds, got {ttl!r}")
+        self.local = local
+        self.gate = gate
+        self.ttl = ttl
+        self._random = random
+        self._freed: dict[str, anyio.Event] = {}
+
+    def slot(self, url_or_domain: str) -> _GatedSlot:
+        """An async context manager holding a local slot and a job-wide ticket for one request.
+
+        Entering waits for the local slot, then for a ticket, then until the ticket's start. Cancelled
+        while waiting, it gives back what it took.
+        """
+        return _GatedSlot(self, domain_of(url_or_domain))
+
+    def configure(
+        self, url_or_domain: str, *, concurrency: int | None = None, delay: float | None = None
+    ) -> None:
+        """Override the limits of one domain in this worker (see `DomainLimiter.configure`)."""
+        self.local.configure(url_or_domain, concurrency=concurrency, delay=delay)
+
+    def feedback(self, url_or_domain: str, status: int, retry_after: str | None = None) -> None:
+        """Adapt this worker's limits of a domain to a response status (see `DomainLimiter.feedback`)."""
+        self.local.feedback(url_or_domain, status, retry_after)
+
+    def state(self, url_or_domain: str) -> DomainState:
+        """A snapshot of this worker's limits of one domain."""
+        return self.local.state(url_or_domain)
+
+    async def _admit(self, key: str) -> Ticket:
+        poll = POLL_MIN
+        while True:
+            state = self.local.state(key)
+            gap = state.delay
+            if gap and self.local.jitter:
+                gap *= 1.0 + self.local.jitter * (2.0 * self._random() - 1.0)
+            got = await self.gate.enter(
+                key, limit=state.concurrency, gap=gap + state.extra_delay, ttl=self.ttl
+            )
+            if isinstance(got, Ticket):
+                break
+            freed = self._freed.get(key)
+            if freed is None:
+                freed = self._freed[key] = anyio.Event()
+            with anyio.move_on_after(min(got, poll)):
+                await freed.wait()
+            poll = min(poll * 2, POLL_MAX)
+        if got.wait > 0:
+            try:
+                await anyio.sleep(got.wait)
+            except BaseException:
+                await self._leave(got)
+                raise
+        return got
+
+    async def _leave(self, ticket: Ticket) -> None:
+        with anyio.move_on_after(_LEAVE_TIMEOUT, shield=True) as scope:
+            try:
+                await self.gate.leave(ticket)
+            except MocraError as exc:
+                logger.warning(
+                    "could not give back a slot of %s (it expires on its own): %s", ticket.domain, exc
+                )
+        if scope.cancelled_caught:
+            logger.warning("giving back a slot of %s timed out (it expires on its own)", ticket.domain)
+        freed = self._freed.pop(ticket.domain, None)
+        if freed is not None:
+            freed.set()
+
+    def __repr__(self) -> str:
+        return f"<GatedLimiter {self.local!r} gate={self.gate!r} ttl={self.ttl}>"
