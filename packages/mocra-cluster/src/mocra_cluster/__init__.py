@@ -2,8 +2,77 @@
 
 from __future__ import annotations
 
-from ._errors import ClusterError
+from ._commands import (
+    AcquireLock,
+    AcquirePartition,
+    Command,
+    CompareAndSet,
+    Delete,
+    Heartbeat,
+    Join,
+    Publish,
+    Purge,
+    ReleaseLock,
+    ReleasePartition,
+    Remove,
+    RenewLock,
+    RenewPartition,
+    Set,
+    decode_command,
+    encode_command,
+)
+from ._errors import (
+    ClusterClosed,
+    ClusterConfigError,
+    ClusterError,
+    ClusterUnavailable,
+    NoQuorum,
+    NotLeader,
+    StaleToken,
+)
+from ._machine import Result, StateMachine
+from ._partitions import PARTITIONS, assignment, owned_partitions, owner, partition_of
+from ._records import LockInfo, Member, Message
+from ._store import MemoryStateStore, StateStore
 
 __version__ = "0.1.0"
 
-__all__ = ("ClusterError", "__version__")
+__all__ = (
+    "AcquireLock",
+    "AcquirePartition",
+    "ClusterClosed",
+    "ClusterConfigError",
+    "ClusterError",
+    "ClusterUnavailable",
+    "Command",
+    "CompareAndSet",
+    "Delete",
+    "Heartbeat",
+    "Join",
+    "LockInfo",
+    "Member",
+    "MemoryStateStore",
+    "Message",
+    "NoQuorum",
+    "NotLeader",
+    "PARTITIONS",
+    "Publish",
+    "Purge",
+    "ReleaseLock",
+    "ReleasePartition",
+    "Remove",
+    "RenewLock",
+    "RenewPartition",
+    "Result",
+    "Set",
+    "StaleToken",
+    "StateMachine",
+    "StateStore",
+    "__version__",
+    "assignment",
+    "decode_command",
+    "encode_command",
+    "owned_partitions",
+    "owner",
+    "partition_of",
+)
