@@ -1,0 +1,262 @@
+"""`RaftNode`: pysyncobj's `SyncObj` behind a small typed facade, replicating `StateMachine` commands.
+
+pysyncobj has no type hints; this is the only module that touches it. The log carries encoded
+commands (`bytes`); each node applies them to its own `StateMachine` on the Raft thread. Snapshots
+(log compaction, `useFork=False`) are written by our own serializer: the file holds the store's
+`snapshot()` bytes, the two log entries pysyncobj needs and the voter addresses, as msgpack — never a
+pickle of Python objects. A follower too far behind receives that file and restores it.
+
+Threads: `run()` is the Raft thread (ticks, applies, snapshots). The event loop only submits
+commands (a thread-safe queue), reads counters pysyncobj keeps in single attributes, and reads the
+machine under `lock` — the lock the Raft thread holds while it applies or snapshots.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
+from pysyncobj import SyncObj, SyncObjConf, replicated  # type: ignore[import-untyped]
+from pysyncobj.node import TCPNode  # type: ignore[import-untyped]
+from pysyncobj.pipe_notifier import PipeNotifier  # type: ignore[import-untyped]
+
+from ._errors import ClusterError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from ._machine import StateMachine
+    from ._raft_auth import MessageAuthenticator
+    from ._raft_tuning import RaftTuning
+
+__all__ = ("ApplyFailed", "RaftNode", "SnapshotFile")
+
+logger = logging.getLogger(__name__)
+
+JOURNAL = "raft.journal"
+SNAPSHOT = "raft.snapshot"
+
+SUCCESS = 0
+FAIL_REASONS = {
+    1: "the command queue is full",
+    2: "no leader is known",
+    3: "another command was committed in its place",
+    4: "the node it was sent to is not the leader",
+    5: "the leader changed before the command was confirmed",
+    6: "the cluster refused the request",
+    7: "its outcome is unknown",
+}
+"""pysyncobj's FAIL_REASON codes. 2 (MISSING_LEADER), 3, 4 and 1 mean the command was not applied."""
+RETRYABLE = frozenset({1, 2, 3, 4})
+
+
+class ApplyFailed(msgspec.Struct, frozen=True):
+    """The machine raised while applying a command (on every node alike); the state did not change."""
+
+    error: str
+
+
+Entry = tuple[bytes, int, int]
+
+
+class SnapshotFile(msgspec.Struct, frozen=True, kw_only=True):
+    """The content of `raft.snapshot`: store bytes plus what pysyncobj needs to resume its log."""
+
+    state: bytes
+    last: Entry
+    previous: Entry
+    voters: list[str]
+    v: int = 1
+
+
+_snapshot_decoder = msgspec.msgpack.Decoder(SnapshotFile)
+
+
+class _ReplicatedLog(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
+    """The SyncObj: one replicated method, and our authenticator in place of pysyncobj's Fernet."""
+
+    def __init__(
+        self,
+        addr: str,
+        partners: list[str],
+        conf: Any,
+        apply: Callable[[bytes], object],
+        authenticator: MessageAuthenticator,
+    ) -> None:
+        self._mocra_apply = apply
+        self._mocra_authenticator = authenticator  # must exist before SyncObj builds its transport
+        super().__init__(addr, partners, conf)
+
+    @property
+    def encryptor(self) -> MessageAuthenticator:
+        return self._mocra_authenticator
+
+    @replicated  # type: ignore[untyped-decorator]
+    def apply_entry(self, raw: bytes) -> object:
+        return self._mocra_apply(raw)
+
+
+class RaftNode:
+    """One Raft member: builds the SyncObj (binds `addr`), runs its thread, submits commands.
+
+    Build it on a worker thread (it opens the journal and binds the port), then run `run()` on a
+    thread of its own until `stop()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        addr: str,
+        partners: Iterable[str],
+        data_dir: str,
+        tuning: RaftTuning,
+        authenticator: MessageAuthenticator,
+        machine: StateMachine,
+    ) -> None:
+        self.machine = machine
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._snapshot_path = os.path.join(data_dir, SNAPSHOT)
+        conf = SyncObjConf(
+            bindAddress=addr,
+            autoTick=False,
+            dynamicMembershipChange=True,
+            journalFile=os.path.join(data_dir, JOURNAL),
+            fullDumpFile=self._snapshot_path,
+            useFork=False,
+            serializer=self._write_snapshot,
+            deserializer=self._read_snapshot,
+            maxBindRetries=1,
+            commandsWaitLeader=True,
+            **tuning.syncobj_options(),
+        )
+        self._tick = tuning.tick
+        try:
+            self._log = _ReplicatedLog(addr, sorted(set(partners) - {addr}), conf, self._apply, authenticator)
+        except Exception as exc:  # pysyncobj raises SyncObjException('BindError') and friends
+            raise ClusterError(f"cannot start the Raft node on {addr}: {exc!r}") from exc
+        self._wake = PipeNotifier(self._log._poller)
+
+    # ------------------------------------------------------------------ Raft thread
+
+    def _apply(self, raw: bytes) -> object:
+        if not raw:  # a barrier: commits, changes nothing
+            return None
+        with self.lock:
+            try:
+                return self.machine.apply_bytes(raw)
+            except Exception as exc:  # deterministic: every node fails the same way
+                logger.exception("a replicated command failed to apply")
+                return ApplyFailed(repr(exc))
+
+    def _write_snapshot(self, path: str, data: tuple[Entry, Entry, Iterable[Any]]) -> None:
+        last, previous, cluster = data
+        with self.lock:
+            state = self.machine.store.snapshot()
+        body = SnapshotFile(
+            state=state,
+            last=(bytes(last[0]), last[1], last[2]),
+            previous=(bytes(previous[0]), previous[1], previous[2]),
+            voters=sorted(str(node.id) for node in cluster),
+        )
+        with open(path, "wb") as file:
+            file.write(msgspec.msgpack.encode(body))
+            file.flush()
+            os.fsync(file.fileno())
+
+    def _read_snapshot(self, path: str) -> tuple[Entry, Entry, list[Any]]:
+        with open(path, "rb") as file:
+            body = _snapshot_decoder.decode(file.read())
+        with self.lock:
+            self.machine.store.restore(body.state)
+        return tuple(body.last), tuple(body.previous), [TCPNode(addr) for addr in body.voters]  # type: ignore[return-value]
+
+    def run(self) -> None:
+        """Tick until `stop()`, then close the sockets and the journal (the Raft thread's body)."""
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._log.doTick(self._tick)
+                except Exception:
+                    logger.exception("Raft tick failed")
+                    self._stop.wait(self._tick)
+        finally:
+            self._log.destroy()
+
+    def stop(self) -> None:
+        """Ask `run()` to return (thread-safe, non-blocking)."""
+        self._stop.set()
+        self._wake.notify()
+
+    # ------------------------------------------------------------------ any thread
+
+    def submit(self, raw: bytes, callback: Callable[[object, int | None], None]) -> None:
+        """Propose `raw` (forwarded to the leader if this node does not lead); `callback` gets the result."""
+        self._log.apply_entry(raw, callback=callback)
+        self._wake.notify()
+
+    def add_voter(self, addr: str, callback: Callable[[object, int | None], None]) -> None:
+        """Propose adding the voter at `addr`."""
+        self._log.addNodeToCluster(addr, callback=callback)
+        self._wake.notify()
+
+    def remove_voter(self, addr: str, callback: Callable[[object, int | None], None]) -> None:
+        """Propose removing the voter at `addr` (the leader refuses to remove itself)."""
+        self._log.removeNodeFromCluster(addr, callback=callback)
+        self._wake.notify()
+
+    def compact(self) -> None:
+        """Write a snapshot and truncate the log at the next tick."""
+        self._log.forceLogCompaction()
+        self._wake.notify()
+
+    @property
+    def addr(self) -> str:
+        """This node's address."""
+        return cast("str", self._log.selfNode.id)
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this node believes it leads (two nodes may, briefly, during a partition)."""
+        return bool(self._log._isLeader())
+
+    @property
+    def leader(self) -> str | None:
+        """Address of the last known leader, or None during an election."""
+        node = self._log._getLeader()
+        return None if node is None else str(node.id)
+
+    @property
+    def leader_reachable(self) -> bool:
+        """Whether a leader is known and is this node or connected to it."""
+        node = self._log._getLeader()
+        return node is not None and (node == self._log.selfNode or bool(self._log.isNodeConnected(node)))
+
+    @property
+    def term(self) -> int:
+        """The current Raft term."""
+        return int(self._log.raftCurrentTerm)
+
+    @property
+    def applied_index(self) -> int:
+        """Index of the last log entry applied to the machine."""
+        return int(self._log.raftLastApplied)
+
+    @property
+    def has_quorum(self) -> bool:
+        """Whether this node is connected to a majority of the voters (itself included)."""
+        return bool(self._log.hasQuorum)
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether this node has caught up with the leader's commit index once since it started."""
+        return bool(self._log.isReady())
+
+    @property
+    def voters(self) -> list[str]:
+        """Addresses of every voter this node knows, itself included, sorted."""
+        others = self._log.otherNodes
+        return sorted({self.addr, *(str(node.id) for node in others)})
