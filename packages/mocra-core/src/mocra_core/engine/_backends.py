@@ -3,7 +3,7 @@
 One process: memory (or, with `crawl.job_dir`, LMDB files in the job dir). Several workers sharing a crawl:
 the broker named by `queue.url` for the queues, and a shared coordination store (`coordination.url`, or the
 queue's Redis, or the job dir's LMDB on one host) for gates, seed-once flags and — when no native set
-exists — the seen set.
+exists — the seen set, and a `DomainGate` on the same store so per-domain politeness holds job-wide.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .._errors import ConfigError
 from ..coordination import LmdbCoordination, LocalCoordination
 from ..dedup import CoordinationSeenSet, MemorySeenSet
+from ..download import LmdbDomainGate
 from ..queue import SpillingQueue, open_queue
 from ._codec import EngineCodec
 from ._frontier import REQUESTS
@@ -22,10 +23,24 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..coordination import Coordination
     from ..dedup import SeenSet
+    from ..download import DomainGate
     from ..queue import QueueBackend
     from ._jobdir import JobDir
 
-__all__ = ("check_backends", "is_shared", "job_name", "open_coordination", "open_queue_for", "open_seen")
+__all__ = (
+    "GATE_GRACE",
+    "check_backends",
+    "gate_ttl",
+    "is_shared",
+    "job_name",
+    "open_coordination",
+    "open_gate",
+    "open_queue_for",
+    "open_seen",
+)
+
+GATE_GRACE = 10.0
+"""Seconds a job-wide politeness ticket outlives `download.total_timeout` (see `gate_ttl`)."""
 
 
 def _namespace(job: str) -> str:
@@ -122,3 +137,33 @@ def open_seen(settings: Settings, job: JobDir | None, coordination: Coordination
     if job is not None:
         return job.open_seen()
     return MemorySeenSet()
+
+
+def open_gate(settings: Settings, job: JobDir | None, name: str) -> DomainGate | None:
+    """The job-wide politeness gate of a run, on the coordination store's backend; None for one process.
+
+    Workers of a shared queue get `RedisDomainGate` when the coordination store is Redis and
+    `LmdbDomainGate` (directory `gates` in the job dir, or `<coordination dir>-gates`) when it is LMDB.
+    One process needs none (its `DomainLimiter` is the whole job), nor does a `memory://` coordination
+    store, under which each worker keeps its own limits.
+    """
+    if not is_shared(settings):
+        return None
+    url = settings.coordination.url
+    if url is None:
+        if job is not None:
+            return LmdbDomainGate(job.path / "gates")
+        url = settings.queue.url  # a Redis queue: `check_backends` ruled out the others
+    scheme = _scheme(url)
+    if scheme == "lmdb":
+        return LmdbDomainGate(url.partition("://")[2].rstrip("/") + "-gates")
+    if scheme in ("redis", "rediss"):
+        from ..download import RedisDomainGate
+
+        return RedisDomainGate(url, namespace=_namespace(name))
+    return None
+
+
+def gate_ttl(settings: Settings) -> float:
+    """Seconds a job-wide ticket lives after its start: the longest a download may take, plus a grace."""
+    return settings.download.total_timeout + GATE_GRACE

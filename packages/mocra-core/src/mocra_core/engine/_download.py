@@ -15,7 +15,7 @@ from ..modules import LoginFailed
 from ._feeder import Feeder
 
 if TYPE_CHECKING:
-    from ..download import DomainLimiter, RetryPolicy, RobotsPolicy
+    from ..download import DomainLimiter, GatedLimiter, RetryPolicy, RobotsPolicy
     from ..http import Request, Response
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
@@ -34,9 +34,9 @@ _REQUESTS = "request"
 
 @dataclass(frozen=True)
 class Politeness:
-    """How the download stage treats servers: per-domain limits, robots.txt and retries."""
+    """How the download stage treats servers: per-domain limits (job-wide when gated), robots.txt, retries."""
 
-    limiter: DomainLimiter
+    limiter: DomainLimiter | GatedLimiter
     retry: RetryPolicy
     robots: RobotsPolicy | None = None
 

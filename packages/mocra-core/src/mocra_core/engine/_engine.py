@@ -11,12 +11,21 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import msgspec
 
-from ..download import DomainLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
+from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
 from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..schedule import CronRunner, CronSchedule
-from ._backends import check_backends, is_shared, job_name, open_coordination, open_queue_for, open_seen
+from ._backends import (
+    check_backends,
+    gate_ttl,
+    is_shared,
+    job_name,
+    open_coordination,
+    open_gate,
+    open_queue_for,
+    open_seen,
+)
 from ._download import RESPONSES, DownloadStage, Politeness
 from ._frontier import REQUESTS, Frontier
 from ._generate import TASKS, GenerateStage
@@ -178,8 +187,14 @@ class Engine:
                 if settings.crawl.obey_robots
                 else None
             )
-            limiter = DomainLimiter(
+            local = DomainLimiter(
                 concurrency=settings.crawl.per_domain_concurrency, delay=settings.crawl.per_domain_delay
+            )
+            gate = open_gate(settings, job, name)  # job-wide politeness for the workers of a shared queue
+            limiter = (
+                local
+                if gate is None
+                else GatedLimiter(local, await stack.enter_async_context(gate), ttl=gate_ttl(settings))
             )
             stages = _Stages(
                 generate=GenerateStage(queue, router, writers, self._stats),

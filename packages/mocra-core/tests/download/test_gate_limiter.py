@@ -1,0 +1,160 @@
+"""`GatedLimiter`: two per-process limiters (two workers) behind one job-wide gate; the engine's choice."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import anyio
+import pytest
+
+from mocra_core.config import Settings
+from mocra_core.download import DomainLimiter, GatedLimiter, LmdbDomainGate, RedisDomainGate, Ticket
+from mocra_core.engine._backends import gate_ttl, open_gate
+from mocra_core.engine._jobdir import JobDir
+
+if TYPE_CHECKING:
+    import pathlib
+    from collections.abc import AsyncIterator, Iterator
+
+    from mocra_core.download import DomainGate
+
+pytestmark = pytest.mark.anyio
+
+REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379") + "/15"
+
+
+@pytest.fixture(params=["redis", "lmdb"])
+def gate_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def redis_namespace() -> Iterator[str]:
+    namespace = f"mocra-test-gate-{uuid.uuid4().hex}"
+    yield namespace
+    import redis
+
+    with redis.Redis.from_url(REDIS_URL) as client:
+        if keys := list(client.scan_iter(match=f"{namespace}:*", count=1000)):
+            client.delete(*keys)
+
+
+@pytest.fixture
+async def gates(
+    gate_kind: str, tmp_path: pathlib.Path, redis_namespace: str
+) -> AsyncIterator[tuple[DomainGate, DomainGate]]:
+    """The gates of two workers of one job."""
+    if gate_kind == "redis":
+        async with (
+            RedisDomainGate(REDIS_URL, namespace=redis_namespace) as first,
+            RedisDomainGate(REDIS_URL, namespace=redis_namespace) as second,
+        ):
+            yield first, second
+    else:
+        async with LmdbDomainGate(tmp_path) as first, LmdbDomainGate(tmp_path) as second:
+            yield first, second
+
+
+def two_workers(gates: tuple[DomainGate, DomainGate], **limits: float) -> list[GatedLimiter]:
+    return [GatedLimiter(DomainLimiter(**limits), gate, ttl=30.0) for gate in gates]  # type: ignore[arg-type]
+
+
+async def test_concurrency_holds_across_workers(gates: tuple[DomainGate, DomainGate]) -> None:
+    limiters = two_workers(gates, concurrency=2)
+    active, most, done = 0, 0, 0
+
+    async def request(limiter: GatedLimiter) -> None:
+        nonlocal active, most, done
+        async with limiter.slot("http://example.com/page"):
+            active += 1
+            most = max(most, active)
+            await anyio.sleep(0.005)
+            active -= 1
+        done += 1
+
+    async with anyio.create_task_group() as tg:
+        for i in range(30):
+            tg.start_soon(request, limiters[i % 2])
+    assert done == 30
+    assert most <= 2  # each worker alone would allow 2, so 4 together
+    assert all(limiter.state("example.com").active == 0 for limiter in limiters)
+
+
+async def test_delay_holds_across_workers(gates: tuple[DomainGate, DomainGate]) -> None:
+    limiters = two_workers(gates, concurrency=4, delay=0.08)
+    starts: list[float] = []
+
+    async def request(limiter: GatedLimiter) -> None:
+        async with limiter.slot("example.com"):
+            starts.append(time.monotonic())
+
+    async with anyio.create_task_group() as tg:
+        for i in range(6):
+            tg.start_soon(request, limiters[i % 2])
+    starts.sort()
+    spacing = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert min(spacing) >= 0.08 - 0.03, spacing
+
+
+async def test_slow_down_of_one_worker_widens_its_own_gap(gates: tuple[DomainGate, DomainGate]) -> None:
+    slowed, other = two_workers(gates, concurrency=4)
+    slowed.feedback("example.com", 429)  # extra delay 0.25 s, concurrency 2 — in this worker only
+    assert (slowed.state("example.com").extra_delay, other.state("example.com").extra_delay) == (0.25, 0.0)
+    async with slowed.slot("example.com"):
+        pass
+    began = time.monotonic()
+    async with other.slot("example.com"):  # waits for the gap the slowed worker reserved
+        waited = time.monotonic() - began
+    assert waited >= 0.2
+
+
+async def test_cancelling_a_waiting_slot_gives_its_ticket_back(gates: tuple[DomainGate, DomainGate]) -> None:
+    first, second = two_workers(gates, concurrency=1, delay=5.0)
+    async with first.slot("example.com"):
+        pass
+    with anyio.move_on_after(0.1):
+        async with second.slot("example.com"):  # reserved a start 5 s away: cancelled while sleeping
+            pytest.fail("started before its reserved time")
+    got = await gates[0].enter("example.com", limit=1, gap=0.0, ttl=1.0)
+    assert isinstance(got, Ticket)  # the cancelled slot's ticket was given back
+    assert second.state("example.com").active == 0
+
+
+def test_ttl_must_be_positive(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="ttl: must be > 0 seconds, got 0"):
+        GatedLimiter(DomainLimiter(), LmdbDomainGate(tmp_path), ttl=0)
+
+
+@pytest.mark.parametrize(
+    ("queue", "coordination", "job_dir", "expected"),
+    [
+        ("memory://", None, False, None),
+        ("memory://", None, True, None),  # one process with a job dir: its own limiter is the job's
+        ("redis://127.0.0.1:6379/15", None, False, "RedisDomainGate"),
+        ("nats://127.0.0.1:4222", "redis://127.0.0.1:6379/15", False, "RedisDomainGate"),
+        ("nats://127.0.0.1:4222", None, True, "LmdbDomainGate"),
+        ("kafka://127.0.0.1:9092", "lmdb://DIR/coordination", False, "LmdbDomainGate"),
+        ("redis://127.0.0.1:6379/15", "memory://", False, None),  # each worker keeps its own limits
+    ],
+)
+async def test_the_engine_picks_the_gate_of_its_coordination_store(
+    tmp_path: pathlib.Path, queue: str, coordination: str | None, job_dir: bool, expected: str | None
+) -> None:
+    crawl = {"job_dir": str(tmp_path / "job")} if job_dir else {}
+    coordination_settings = {"url": coordination.replace("DIR", str(tmp_path))} if coordination else {}
+    settings = Settings.from_mapping(
+        {"queue": {"url": queue}, "coordination": coordination_settings, "crawl": crawl}
+    )
+    job = JobDir(tmp_path / "job") if job_dir else None
+    gate = open_gate(settings, job, "books")
+    assert (None if gate is None else type(gate).__name__) == expected
+    if isinstance(gate, RedisDomainGate):
+        assert gate.namespace == "mocra-books"
+    if isinstance(gate, LmdbDomainGate):
+        assert gate.path == str(tmp_path / ("job/gates" if job_dir else "coordination-gates"))
+    if gate is not None:
+        await gate.aclose()
+    assert gate_ttl(settings) == settings.download.total_timeout + 10
