@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import random
 
 import pytest
@@ -14,6 +15,7 @@ from mocra_cluster import (
     Delete,
     Heartbeat,
     Join,
+    LmdbStateStore,
     MemoryStateStore,
     Publish,
     Purge,
@@ -139,3 +141,15 @@ def test_acquire_succeeds_exactly_when_no_other_holder_is_live() -> None:
         if token is not None:
             assert machine.lock(command.key, now=command.now) is not None
     assert outcomes == {True, False}  # both cases were exercised
+
+
+def test_memory_and_lmdb_stores_reach_the_same_bytes(tmp_path: pathlib.Path) -> None:
+    commands = random_commands(seed=3, count=300)
+    memory = StateMachine(MemoryStateStore())
+    store = LmdbStateStore(tmp_path, sync=False)
+    try:
+        lmdb_machine = StateMachine(store)
+        assert [memory.apply(c) for c in commands] == [lmdb_machine.apply(c) for c in commands]
+        assert store.snapshot() == memory.store.snapshot()
+    finally:
+        store.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pathlib
+from collections.abc import Iterator
+
 import pytest
 
 from mocra_cluster import (
@@ -11,6 +14,7 @@ from mocra_cluster import (
     Delete,
     Heartbeat,
     Join,
+    LmdbStateStore,
     LockInfo,
     MemoryStateStore,
     Publish,
@@ -26,9 +30,16 @@ from mocra_cluster import (
 )
 
 
-@pytest.fixture
-def machine() -> StateMachine:
-    return StateMachine(MemoryStateStore())
+@pytest.fixture(params=["memory", "lmdb"])
+def machine(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[StateMachine]:
+    if request.param == "memory":
+        yield StateMachine(MemoryStateStore())
+        return
+    store = LmdbStateStore(tmp_path / "state", sync=False)
+    try:
+        yield StateMachine(store)
+    finally:
+        store.close()
 
 
 def test_set_get_and_expiry_judged_by_now(machine: StateMachine) -> None:

@@ -30,8 +30,12 @@ from ._errors import (
     NotLeader,
     StaleToken,
 )
+from ._fencing import FencedResource
+from ._lmdb_store import LmdbStateStore
+from ._local import LocalControlPlane
 from ._machine import Result, StateMachine
 from ._partitions import PARTITIONS, assignment, owned_partitions, owner, partition_of
+from ._protocol import ClusterStatus, ControlPlane
 from ._records import LockInfo, Member, Message
 from ._store import MemoryStateStore, StateStore
 
@@ -43,12 +47,17 @@ __all__ = (
     "ClusterClosed",
     "ClusterConfigError",
     "ClusterError",
+    "ClusterStatus",
     "ClusterUnavailable",
     "Command",
     "CompareAndSet",
+    "ControlPlane",
     "Delete",
+    "FencedResource",
     "Heartbeat",
     "Join",
+    "LmdbStateStore",
+    "LocalControlPlane",
     "LockInfo",
     "Member",
     "MemoryStateStore",
