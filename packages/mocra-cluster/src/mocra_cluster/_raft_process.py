@@ -70,7 +70,8 @@ async def _answer(plane: RaftControlPlane, request: dict[str, Any]) -> object:
             await plane.wait_ready()
         return None
     if op == "set":
-        return await plane.set(request["key"], request["value"].encode(), ttl=request.get("ttl"))
+        await plane.set(request["key"], request["value"].encode(), ttl=request.get("ttl"))
+        return None
     if op == "get":
         value = await plane.get(request["key"], linearizable=request.get("linearizable", False))
         return None if value is None else value.decode()
@@ -89,7 +90,8 @@ async def _answer(plane: RaftControlPlane, request: dict[str, Any]) -> object:
         plane.compact()
         return None
     if op == "remove_voter":
-        return await plane.remove_voter(request["addr"])
+        await plane.remove_voter(request["addr"])
+        return None
     if op == "members":
         return [member.member_id for member in await plane.members()]
     if op == "timed_writes":
