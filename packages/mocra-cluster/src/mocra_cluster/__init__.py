@@ -21,6 +21,7 @@ from ._commands import (
     decode_command,
     encode_command,
 )
+from ._config import ClusterConfig
 from ._errors import (
     ClusterClosed,
     ClusterConfigError,
@@ -36,6 +37,9 @@ from ._local import LocalControlPlane
 from ._machine import Result, StateMachine
 from ._partitions import PARTITIONS, assignment, owned_partitions, owner, partition_of
 from ._protocol import ClusterStatus, ControlPlane
+from ._raft import RaftControlPlane
+from ._raft_status import RaftStatus
+from ._raft_tuning import RaftTuning
 from ._records import LockInfo, Member, Message
 from ._store import MemoryStateStore, StateStore
 
@@ -45,6 +49,7 @@ __all__ = (
     "AcquireLock",
     "AcquirePartition",
     "ClusterClosed",
+    "ClusterConfig",
     "ClusterConfigError",
     "ClusterError",
     "ClusterStatus",
@@ -67,6 +72,9 @@ __all__ = (
     "PARTITIONS",
     "Publish",
     "Purge",
+    "RaftControlPlane",
+    "RaftStatus",
+    "RaftTuning",
     "ReleaseLock",
     "ReleasePartition",
     "Remove",

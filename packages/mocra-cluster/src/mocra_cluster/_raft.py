@@ -16,34 +16,42 @@ from __future__ import annotations
 
 import time
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
+from ._checks import check_name, check_partition, check_ttl
 from ._commands import (
+    DEFAULT_KEEP,
     AcquireLock,
+    AcquirePartition,
     CompareAndSet,
     Delete,
     Join,
     Publish,
     ReleaseLock,
+    ReleasePartition,
     Remove,
     RenewLock,
+    RenewPartition,
     Set,
     encode_command,
 )
-from ._errors import ClusterClosed, ClusterError, ClusterUnavailable, NoQuorum
+from ._errors import ClusterClosed, ClusterError, ClusterUnavailable
 from ._machine import StateMachine
-from ._raft_bridge import LoopBridge
-from ._raft_node import FAIL_REASONS, RETRYABLE, SUCCESS, ApplyFailed
+from ._partitions import owned_partitions, owner, partition_of
+from ._protocol import ClusterStatus
+from ._raft_commit import Committer
 from ._raft_start import start_node
 from ._raft_status import RaftStatus
 from ._store import MemoryStateStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
     from types import TracebackType
+    from typing import Self
 
     from ._commands import Command
     from ._config import ClusterConfig
@@ -55,15 +63,19 @@ __all__ = ("RaftControlPlane",)
 
 
 class RaftControlPlane:
-    """A control plane replicated with Raft across the nodes of `config`; use it with `async with`.
+    """A `ControlPlane` replicated with Raft across the nodes of `config`; use it with `async with`.
 
     Needs anyio's asyncio backend. Entering starts the node (binds `config.addr`, joins through a
-    seed if the config says so) and its Raft thread; leaving stops them. A write needs a majority of
+    seed if the config says so) and its Raft thread; leaving stops them. `wait_ready()` waits for a
+    leader and records this node in `members()` under `config.node_id`. A write needs a majority of
     the voters: without one it fails with `NoQuorum` at once (or after `tuning.commit_timeout`).
+
+    Reads (`get`, `lock_holder`, `members`, ...) take a lock the Raft thread holds while it applies a
+    command, for microseconds (milliseconds while it writes a snapshot of a large state).
 
     Example:
         >>> import socket, tempfile
-        >>> from mocra_cluster._config import ClusterConfig
+        >>> from mocra_cluster import ClusterConfig
         >>> with socket.socket() as probe:
         ...     _ = probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]
         >>> async def main(data_dir: str) -> tuple[bytes | None, int | None]:
@@ -79,12 +91,15 @@ class RaftControlPlane:
         (b'hello', 1)
     """
 
-    def __init__(self, config: ClusterConfig, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: ClusterConfig, *, clock: Callable[[], float] = time.time, poll_interval: float = 0.05
+    ) -> None:
         self._config = config
         self._clock = clock
+        self._poll_interval = check_ttl(poll_interval)
         self._machine = StateMachine(MemoryStateStore())
         self._node: RaftNode | None = None
-        self._bridge: LoopBridge | None = None
+        self._committer: Committer | None = None
         self._stack: AsyncExitStack | None = None
         self._closed = False
 
@@ -93,17 +108,22 @@ class RaftControlPlane:
         """The settings this plane was built with."""
         return self._config
 
+    @property
+    def member_id(self) -> str:
+        """This node's member id (`config.node_id`)."""
+        return self._config.node_id
+
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Self:
         if self._stack is not None or self._closed:
             raise ClusterError("a RaftControlPlane can be entered once")
-        self._bridge = LoopBridge()
         async with AsyncExitStack() as stack:
             group = await stack.enter_async_context(anyio.create_task_group())
             node = await anyio.to_thread.run_sync(start_node, self._config, self._machine)
             stack.callback(node.stop)  # runs before the task group waits for the Raft thread
             group.start_soon(self._run_raft_thread, node, name=f"raft-{self._config.node_id}")
+            self._committer = Committer(node, self._config.tuning)
             self._node = node
             self._stack = stack.pop_all()
         return self
@@ -118,7 +138,10 @@ class RaftControlPlane:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the Raft thread and close the port and the journal; later calls raise `ClusterClosed`."""
+        """Stop the Raft thread, close the port and the journal; later calls raise `ClusterClosed`.
+
+        The node stays a voter: `remove` it from another node if it leaves for good.
+        """
         self._closed = True
         stack, self._stack = self._stack, None
         if stack is not None:  # stops the Raft thread, then waits for it (the task group exits)
@@ -138,149 +161,133 @@ class RaftControlPlane:
         # The Raft thread owns this state; polling it every 10 ms costs nothing measurable.
         while not (node.is_ready and node.leader is not None):  # noqa: ASYNC110
             await anyio.sleep(0.01)
+        command = Join(member_id=self.member_id, addr=self._config.addr, voter=True, now=self._clock())
         while True:
             try:
-                await self._commit(encode_command(self._join_command()))
+                await self._commit(encode_command(command))
                 return
             except ClusterUnavailable:  # an election, or a peer still starting: try again
                 await anyio.sleep(self._config.tuning.heartbeat)
 
-    def _join_command(self) -> Join:
-        return Join(member_id=self._config.node_id, addr=self._config.addr, voter=True, now=self._clock())
-
     # ------------------------------------------------------------------ the log
 
     async def _commit(self, raw: bytes) -> object:
-        """Propose `raw` and wait until it is applied here; retry while the command surely did not apply."""
-        node = self._require()
-        assert self._bridge is not None
-        timeout = self._config.tuning.commit_timeout
-        with anyio.move_on_after(timeout):
-            while True:
-                await self._until_leader_reachable(node)
-                pending = self._bridge.pending()
-                node.submit(raw, pending.resolve)
-                value, error = await pending.wait()
-                if error == SUCCESS:
-                    if isinstance(value, ApplyFailed):
-                        raise ClusterError(f"the state machine rejected the command: {value.error}")
-                    return value
-                if error not in RETRYABLE:
-                    reason = FAIL_REASONS.get(error or 0, f"error {error}")
-                    raise ClusterUnavailable(f"{reason}; the command may or may not have been applied")
-                await anyio.sleep(self._config.tuning.heartbeat)
-        raise NoQuorum(
-            f"{self._config.addr}: not committed within {timeout} s (leader: {node.leader}); "
-            "the command may still be applied later"
-        )
-
-    async def _until_leader_reachable(self, node: RaftNode) -> None:
-        """Fail fast without a quorum; wait while an election is running or the leader is unreachable."""
-        while True:
-            if not node.has_quorum:
-                raise NoQuorum(f"{self._config.addr}: connected to no majority of the voters {node.voters}")
-            if node.leader_reachable:
-                return
-            await anyio.sleep(self._config.tuning.tick)
+        self._require()
+        assert self._committer is not None
+        return await self._committer.commit(raw)
 
     async def propose(self, command: Command) -> Result:
         """Commit `command` through the log and return what the machine returned for it here."""
-        value = await self._commit(encode_command(command))
-        return value  # type: ignore[return-value]  # apply_bytes returns a Result
+        return await self._commit(encode_command(command))  # type: ignore[return-value]
 
     async def barrier(self) -> None:
         """Commit a no-op: afterwards local reads reflect every write committed before the call."""
         await self._commit(b"")
 
-    async def _read_point(self, linearizable: bool) -> RaftNode:
+    async def _read(self, linearizable: bool = False) -> RaftNode:
         if linearizable:
             await self.barrier()
+        else:
+            await anyio.lowlevel.checkpoint()
         return self._require()
 
     # ------------------------------------------------------------------ key/value
 
     async def get(self, key: str, *, linearizable: bool = False) -> bytes | None:
-        """Return the live value of `key`, or None (local read unless `linearizable`)."""
-        node = await self._read_point(linearizable)
+        """Return the live value of `key`, or None (a local read unless `linearizable`)."""
+        check_name("key", key)
+        node = await self._read(linearizable)
         with node.lock:
             return self._machine.get(key, self._clock())
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        """Store `value` under `key`; it expires after `ttl` seconds if given."""
-        await self.propose(Set(key=key, value=value, ttl=ttl, now=self._clock()))
+        """Store `value` under `key`, expiring after `ttl` seconds if given."""
+        ttl = None if ttl is None else check_ttl(ttl)
+        await self.propose(Set(key=check_name("key", key), value=value, ttl=ttl, now=self._clock()))
 
     async def delete(self, key: str) -> bool:
-        """Remove `key`; True if a live value was removed."""
-        return bool(await self.propose(Delete(key=key, now=self._clock())))
+        """Remove `key`; True if it held a live value."""
+        return bool(await self.propose(Delete(key=check_name("key", key), now=self._clock())))
 
     async def compare_and_set(
         self, key: str, expected: bytes | None, value: bytes | None, *, ttl: float | None = None
     ) -> bool:
-        """Replace the value of `key` by `value` (None deletes) if it is `expected` (None: absent)."""
-        command = CompareAndSet(key=key, expected=expected, value=value, ttl=ttl, now=self._clock())
+        """Replace `key` by `value` (None deletes) if it holds `expected` (None: absent); True if it did."""
+        ttl = None if ttl is None else check_ttl(ttl)
+        command = CompareAndSet(
+            key=check_name("key", key), expected=expected, value=value, ttl=ttl, now=self._clock()
+        )
         return bool(await self.propose(command))
 
     # ------------------------------------------------------------------ fenced locks
 
     async def acquire_lock(self, key: str, holder: str, ttl: float) -> int | None:
-        """Take lock `key` for `holder` for `ttl` seconds; return a new fencing token, or None if held."""
-        token = await self.propose(AcquireLock(key=key, holder=holder, ttl=ttl, now=self._clock()))
+        """Take lock `key` for `ttl` seconds; return its fencing token, or None if another holds it."""
+        command = AcquireLock(
+            key=check_name("key", key),
+            holder=check_name("holder", holder),
+            ttl=check_ttl(ttl),
+            now=self._clock(),
+        )
+        token = await self.propose(command)
         return None if token is None else int(token)
 
     async def renew_lock(self, key: str, holder: str, token: int, ttl: float) -> bool:
-        """Extend `holder`'s grant `token` of lock `key` by `ttl` seconds; False if it was lost."""
-        command = RenewLock(key=key, holder=holder, token=token, ttl=ttl, now=self._clock())
+        """Extend lock `key` to `ttl` seconds from now if its latest grant is `(holder, token)`."""
+        command = RenewLock(
+            key=check_name("key", key),
+            holder=check_name("holder", holder),
+            token=token,
+            ttl=check_ttl(ttl),
+            now=self._clock(),
+        )
         return bool(await self.propose(command))
 
     async def release_lock(self, key: str, holder: str, token: int) -> bool:
-        """Release `holder`'s grant `token` of lock `key`; False if it was not held so."""
-        return bool(await self.propose(ReleaseLock(key=key, holder=holder, token=token)))
+        """Free lock `key` if its latest grant is `(holder, token)`; True if it did."""
+        command = ReleaseLock(key=check_name("key", key), holder=check_name("holder", holder), token=token)
+        return bool(await self.propose(command))
 
-    async def lock(self, key: str, *, linearizable: bool = False) -> LockInfo | None:
+    async def lock_holder(self, key: str, *, linearizable: bool = False) -> LockInfo | None:
         """Return the live grant of lock `key`, or None."""
-        node = await self._read_point(linearizable)
+        check_name("key", key)
+        node = await self._read(linearizable)
         with node.lock:
             return self._machine.lock(key, self._clock())
 
     async def fence(self, *, linearizable: bool = False) -> int:
-        """Return the last fencing token handed out (it survives restarts and snapshots)."""
-        node = await self._read_point(linearizable)
+        """Return the last fencing token handed out (kept in the state: survives restarts, snapshots)."""
+        node = await self._read(linearizable)
         with node.lock:
             return self._machine.fence
 
-    # ------------------------------------------------------------------ topics
+    # ------------------------------------------------------------------ cluster
 
-    async def publish(self, topic: str, payload: bytes) -> int:
-        """Append `payload` to `topic`; return its sequence number."""
-        return int(await self.propose(Publish(topic=topic, payload=payload, now=self._clock())) or 0)
+    async def is_leader(self) -> bool:
+        """Return whether this node leads the Raft cluster now."""
+        return (await self._read()).is_leader
 
-    async def messages(self, topic: str, *, after: int = 0, limit: int = 100) -> list[Message]:
-        """Return up to `limit` kept messages of `topic` after sequence `after` (local read)."""
-        node = self._require()
+    async def status(self) -> ClusterStatus:
+        """Return this node's view: the leader's member id (its address if unrecorded), term, counts."""
+        node = await self._read()
+        leader = node.leader
         with node.lock:
-            return self._machine.messages(topic, after, limit)
+            members = self._machine.members()
+            applied = self._machine.applied
+        names = {member.addr: member.member_id for member in members}
+        return ClusterStatus(
+            node_id=self.member_id,
+            leader=None if leader is None else names.get(leader, leader),
+            term=node.term,
+            applied_index=applied,
+            members=len(members),
+        )
 
-    # ------------------------------------------------------------------ membership
-
-    def is_leader(self) -> bool:
-        """Whether this node leads the Raft cluster now."""
-        return self._require().is_leader
-
-    def voters(self) -> list[str]:
-        """Addresses of the Raft voters this node knows, sorted."""
-        return self._require().voters
-
-    async def members(self) -> list[Member]:
-        """The members recorded in the state (each node records itself in `wait_ready`)."""
-        node = self._require()
-        with node.lock:
-            return self._machine.members()
-
-    def status(self) -> RaftStatus:
-        """This node's view of the cluster."""
+    def raft_status(self) -> RaftStatus:
+        """Return this node's Raft view: addresses, term, log index, voters, quorum."""
         node = self._require()
         return RaftStatus(
-            node_id=self._config.node_id,
+            node_id=self.member_id,
             addr=node.addr,
             leader=node.leader,
             is_leader=node.is_leader,
@@ -290,30 +297,128 @@ class RaftControlPlane:
             has_quorum=node.has_quorum,
         )
 
-    async def remove_voter(self, addr: str) -> None:
-        """Remove the voter at `addr` from the cluster (not the current leader) and its member record.
+    async def members(self, *, linearizable: bool = False) -> list[Member]:
+        """Return every member, ordered by id."""
+        node = await self._read(linearizable)
+        with node.lock:
+            return self._machine.members()
+
+    async def voters(self) -> list[Member]:
+        """Return the members recorded as voters, ordered by id."""
+        return [member for member in await self.members() if member.voter]
+
+    def raft_voters(self) -> list[str]:
+        """Return the addresses of the Raft voters this node knows, itself included, sorted."""
+        return self._require().voters
+
+    async def join(self, member_id: str, addr: str, *, voter: bool = True) -> bool:
+        """Record a member (or update its address and vote); True if it is new.
+
+        This only records it (e.g. a worker that owns partitions). A Raft voter joins by starting
+        its own plane with `ClusterConfig.join`, which adds it to the Raft cluster.
+        """
+        command = Join(
+            member_id=check_name("member_id", member_id), addr=addr, voter=voter, now=self._clock()
+        )
+        return bool(await self.propose(command))
+
+    async def remove(self, member_id: str) -> bool:
+        """Remove a member; if it is a Raft voter, remove it from the Raft cluster first.
 
         Raises:
-            ClusterUnavailable: the change was refused (e.g. `addr` leads, or another change is pending).
+            ClusterUnavailable: the Raft change was refused (the leader cannot remove itself: stop
+                it and remove it from the new leader, or remove it from another node after failover).
         """
-        node = self._require()
-        assert self._bridge is not None
-        with anyio.move_on_after(self._config.tuning.commit_timeout):
-            pending = self._bridge.pending()
-            node.remove_voter(addr, pending.resolve)
-            _, error = await pending.wait()
-            if error != SUCCESS:
-                reason = FAIL_REASONS.get(error or 0, f"error {error}")
-                raise ClusterUnavailable(f"voter {addr} was not removed: {reason}")
-            with node.lock:
-                gone = [m.member_id for m in self._machine.members() if m.addr == addr]
-            for member_id in gone:
-                await self.propose(Remove(member_id=member_id))
-            return
-        raise NoQuorum(
-            f"removing voter {addr} was not committed within {self._config.tuning.commit_timeout} s"
-        )
+        node = await self._read()
+        with node.lock:
+            member = self._machine.member(check_name("member_id", member_id))
+        if member is not None and member.addr in node.voters and member.addr != node.addr:
+            assert self._committer is not None
+            await self._committer.remove_voter(member.addr)
+        return bool(await self.propose(Remove(member_id=member_id)))
+
+    async def remove_voter(self, addr: str) -> None:
+        """Remove the Raft voter at `addr` and the members recorded at that address."""
+        self._require()
+        assert self._committer is not None
+        await self._committer.remove_voter(addr)
+        for member in await self.members():
+            if member.addr == addr:
+                await self.propose(Remove(member_id=member.member_id))
 
     def compact(self) -> None:
-        """Snapshot the state and truncate the log now (normally done by `tuning` thresholds)."""
+        """Snapshot the state and truncate the log at the next tick (normally `tuning` decides when)."""
         self._require().compact()
+
+    # ------------------------------------------------------------------ partitions
+
+    async def owns_key(self, key: str | bytes) -> bool:
+        """Return whether this node owns the partition of `key` among the current members."""
+        ids = [member.member_id for member in await self.members()]
+        return owner(partition_of(key), ids) == self.member_id
+
+    async def owned_partitions(self) -> list[int]:
+        """Return the partitions this node owns among the current members, in order."""
+        ids = [member.member_id for member in await self.members()]
+        return owned_partitions(self.member_id, ids)
+
+    async def acquire_partition(self, partition: int, ttl: float) -> int | None:
+        """Lease `partition` to this node for `ttl` seconds; return a fencing token, or None if held."""
+        command = AcquirePartition(
+            partition=check_partition(partition), holder=self.member_id, ttl=check_ttl(ttl), now=self._clock()
+        )
+        token = await self.propose(command)
+        return None if token is None else int(token)
+
+    async def renew_partition(self, partition: int, token: int, ttl: float) -> bool:
+        """Extend this node's lease of `partition` (grant `token`) to `ttl` seconds from now."""
+        command = RenewPartition(
+            partition=check_partition(partition),
+            holder=self.member_id,
+            token=token,
+            ttl=check_ttl(ttl),
+            now=self._clock(),
+        )
+        return bool(await self.propose(command))
+
+    async def release_partition(self, partition: int, token: int) -> bool:
+        """Free this node's lease of `partition` (grant `token`); True if it did."""
+        command = ReleasePartition(partition=check_partition(partition), holder=self.member_id, token=token)
+        return bool(await self.propose(command))
+
+    async def partition_lease(self, partition: int) -> LockInfo | None:
+        """Return the live lease of `partition`, or None."""
+        node = await self._read()
+        with node.lock:
+            return self._machine.partition_lease(check_partition(partition), self._clock())
+
+    # ------------------------------------------------------------------ topics
+
+    async def publish(self, topic: str, payload: bytes, *, keep: int = DEFAULT_KEEP) -> int:
+        """Append `payload` to the log of `topic`, which keeps its last `keep` messages; return the seq."""
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"keep must be an int >= 1, got {keep!r}")
+        command = Publish(topic=check_name("topic", topic), payload=payload, now=self._clock(), keep=keep)
+        return int(await self.propose(command) or 0)
+
+    def subscribe(self, topic: str, *, from_seq: int | None = None) -> AsyncIterator[Message]:
+        """Yield the messages of `topic` published after this call (or from sequence `from_seq` on).
+
+        Polls this node's copy of the log every `poll_interval` seconds; ends when the plane closes.
+        """
+        node = self._require()
+        with node.lock:
+            after = self._machine.last_seq(check_name("topic", topic)) if from_seq is None else from_seq - 1
+        return self._follow(node, topic, after)
+
+    async def _follow(self, node: RaftNode, topic: str, after: int) -> AsyncIterator[Message]:
+        while not self._closed:
+            with node.lock:
+                batch = self._machine.messages(topic, after, limit=100)
+            for message in batch:
+                after = message.seq
+                yield message
+            if batch:
+                await anyio.lowlevel.checkpoint()
+            else:
+                await anyio.sleep(self._poll_interval)

@@ -64,7 +64,7 @@ async def _timed_writes(plane: RaftControlPlane, count: int, concurrency: int) -
 async def _answer(plane: RaftControlPlane, request: dict[str, Any]) -> object:
     op = request["op"]
     if op == "status":
-        return msgspec.to_builtins(plane.status())
+        return msgspec.to_builtins(plane.raft_status())
     if op == "wait_ready":
         with anyio.fail_after(request.get("timeout", 20)):
             await plane.wait_ready()
@@ -78,7 +78,7 @@ async def _answer(plane: RaftControlPlane, request: dict[str, Any]) -> object:
     if op == "acquire_lock":
         return await plane.acquire_lock(request["key"], request["holder"], request["ttl"])
     if op == "lock":
-        grant = await plane.lock(request["key"], linearizable=request.get("linearizable", False))
+        grant = await plane.lock_holder(request["key"], linearizable=request.get("linearizable", False))
         return (
             None
             if grant is None
