@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
 from ._checks import check_name, check_partition, check_ttl
 from ._commands import (
@@ -54,9 +55,11 @@ class LocalControlPlane:
     (the default "local": each owns all 256). Give each process its own id to spread partitions over
     them, and `remove` ids that are gone for good (the local plane keeps members until removed).
 
-    **Blocking.** LMDB calls run inline on the event loop: a read takes microseconds and a write one
-    commit, plus one `fsync` with `sync=True` (`benchmarks/bench_control_plane.py` measures both). Each
-    call checkpoints first, so a cancelled call either did nothing or completed.
+    **Blocking.** Reads run inline on the event loop (about 12 µs), and so do writes with `sync=False`
+    (30-70 µs). With `sync=True` a write waits for an `fsync` (0.6-6 ms median, p99 10-24 ms on a
+    shared VM; `benchmarks/bench_control_plane.py`), so it runs in a worker thread, one at a time per
+    plane. Opening the plane writes once inline (its `Join`). A cancelled call either did nothing or
+    completed: the cancellation is raised after the write.
 
     **Subscriptions** poll the topic's log every `poll_interval` seconds; a publish from this same
     plane wakes its subscribers at once.
@@ -94,6 +97,8 @@ class LocalControlPlane:
         self._member_id = check_name("member_id", member_id)
         self._poll_interval = check_ttl(poll_interval)
         self._clock = clock
+        self._sync = sync
+        self._limiter: anyio.CapacityLimiter | None = None
         self._store: LmdbStateStore | None = LmdbStateStore(path, sync=sync)
         self._machine = StateMachine(self._store)
         self._published: anyio.Event | None = None
@@ -116,8 +121,12 @@ class LocalControlPlane:
         return self._machine
 
     async def _apply(self, command: Command) -> Result:
-        await anyio.lowlevel.checkpoint()
-        return self._write(command)
+        if not self._sync:
+            await anyio.lowlevel.checkpoint()
+            return self._write(command)
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(self._write, command, limiter=self._limiter)
 
     async def _read(self) -> StateMachine:
         await anyio.lowlevel.checkpoint()
