@@ -118,9 +118,9 @@ class RaftControlPlane:
     async def __aenter__(self) -> Self:
         if self._stack is not None or self._closed:
             raise ClusterError("a RaftControlPlane can be entered once")
+        node = await anyio.to_thread.run_sync(start_node, self._config, self._machine)
         async with AsyncExitStack() as stack:
             group = await stack.enter_async_context(anyio.create_task_group())
-            node = await anyio.to_thread.run_sync(start_node, self._config, self._machine)
             stack.callback(node.stop)  # runs before the task group waits for the Raft thread
             group.start_soon(self._run_raft_thread, node, name=f"raft-{self._config.node_id}")
             self._committer = Committer(node, self._config.tuning)

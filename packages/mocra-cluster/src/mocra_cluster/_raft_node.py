@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -135,7 +136,12 @@ class RaftNode:
         )
         self._tick = tuning.tick
         try:
-            self._log = _ReplicatedLog(addr, sorted(set(partners) - {addr}), conf, self._apply, authenticator)
+            with warnings.catch_warnings():
+                # pysyncobj's FileJournal reads its .meta file without closing it (a ResourceWarning).
+                warnings.simplefilter("ignore", ResourceWarning)
+                self._log = _ReplicatedLog(
+                    addr, sorted(set(partners) - {addr}), conf, self._apply, authenticator
+                )
         except Exception as exc:  # pysyncobj raises SyncObjException('BindError') and friends
             raise ClusterError(f"cannot start the Raft node on {addr}: {exc!r}") from exc
         self._wake = PipeNotifier(self._log._poller)
