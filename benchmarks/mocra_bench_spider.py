@@ -4,6 +4,12 @@ Run (nginx of `../shared/bench` must be up, see `benchmarks/README.md`):
 
     uv run python benchmarks/mocra_bench_spider.py --out /tmp/benchout/mocra.jsonl [--base URL]
 
+As one worker of a distributed crawl (every worker gets the same `--queue` and `--job`; see
+`benchmarks/run_distributed.sh`):
+
+    uv run python benchmarks/mocra_bench_spider.py --out /tmp/benchout/w0.jsonl \
+        --queue nats://127.0.0.1:4222 --job bench-1 --coordination redis://127.0.0.1:6379/13
+
 Starts at `/list/1.html`, follows the `a.next` pagination and every `a.item` link, and on each item page
 emits `{url (path only), title, price, tags}` and follows the 3 `div.related a` links (mostly duplicates,
 dropped by the engine's dedup). One process, a `JsonlSink`, 64 requests in flight (64 per domain),
@@ -12,7 +18,9 @@ robots.txt off, retries on (the default policy).
 When `$BENCH_APP_STATS` (set by the harness's `measure.py`) or `--stats` names a file, writes there the
 JSON `measure.py` merges into its run record: `pages` (responses), `items`, `elapsed_s` (the engine's
 run time, engine start → sinks closed: like Scrapy's start_time → finish_time it excludes interpreter start
-and imports and includes ramp-up and drain), `pages_per_s`, and the 10th→90th percentile response rate.
+and imports and includes ramp-up and drain), `pages_per_s`, and the 10th→90th percentile response rate;
+for merging the records of several workers, `t_start`/`t_end` (that run time) and `t_first_response`/
+`t_last_response` on the machine-wide `time.monotonic()` clock.
 """
 
 from __future__ import annotations
@@ -74,7 +82,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", default="http://127.0.0.1:8731", help="the bench site")
     ap.add_argument("--stats", default=os.environ.get("BENCH_APP_STATS"), help="app stats JSON file")
     ap.add_argument("-s", "--set", action="append", default=[], help="extra setting: crawl.concurrency=8")
+    ap.add_argument("--queue", help="shared queue URL (redis://…, nats://…, kafka://…); default: in memory")
+    ap.add_argument("--job", help="job name shared by the workers of one crawl")
+    ap.add_argument("--coordination", help="coordination store URL, e.g. redis://127.0.0.1:6379/13")
     args = ap.parse_args(argv)
+    shared = [
+        f"{key}={value}"
+        for key, value in (
+            ("queue.url", args.queue),
+            ("crawl.job", args.job),
+            ("coordination.url", args.coordination),
+        )
+        if value
+    ]
 
     spider = BenchSpider(args.base)
     result = (
@@ -84,10 +104,12 @@ def main(argv: list[str] | None = None) -> int:
             "crawl.obey_robots=false",
             "crawl.concurrency=64",
             "crawl.per_domain_concurrency=64",
+            *shared,
             *args.set,
         )
         .run()
     )
+    t_end = time.monotonic()
     stats = result.stats
     elapsed = stats.elapsed
     app: dict[str, Any] = {
@@ -100,8 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": elapsed,
         "pages_per_s": stats.responses / elapsed if elapsed else None,
         "items_per_s": stats.items / elapsed if elapsed else None,
+        "t_start": t_end - elapsed,
+        "t_end": t_end,
     }
     t = spider.times
+    if t:
+        app["t_first_response"], app["t_last_response"] = t[0], t[-1]
     if len(t) >= 20:
         lo, hi = int(len(t) * 0.10), int(len(t) * 0.90)
         app["pages_per_s_p10_p90"] = (hi - lo) / (t[hi] - t[lo])
