@@ -8,7 +8,9 @@ confirmed by pysyncobj's callback once the entry is applied on this node (`Pendi
 * the leader is unknown or unreachable (an election): wait, then propose to the new leader;
 * pysyncobj says the entry surely did not apply (queue full, not leader, replaced by another
   leader's entry): propose again;
-* pysyncobj says the outcome is unknown (the leader changed after taking it): `ClusterUnavailable`;
+* pysyncobj says the outcome is unknown (the leader changed after taking it): propose again if the
+  command is idempotent (applying it twice leaves the state and result of applying it once, e.g.
+  `Set`), else `ClusterUnavailable`;
 * nothing within `tuning.commit_timeout`: `NoQuorum` (the entry may still apply later).
 """
 
@@ -20,7 +22,7 @@ import anyio
 
 from ._errors import ClusterError, ClusterUnavailable, NoQuorum
 from ._raft_bridge import LoopBridge
-from ._raft_node import FAIL_REASONS, RETRYABLE, SUCCESS, ApplyFailed
+from ._raft_node import FAIL_REASONS, RETRYABLE, SUCCESS, UNKNOWN_OUTCOME, ApplyFailed
 
 if TYPE_CHECKING:
     from ._raft_node import RaftNode
@@ -37,7 +39,7 @@ class Committer:
         self._tuning = tuning
         self._bridge = LoopBridge()
 
-    async def commit(self, raw: bytes) -> object:
+    async def commit(self, raw: bytes, *, idempotent: bool = False) -> object:
         """Commit `raw` (an encoded command, or b"" for a no-op) and return its result here."""
         node = self._node
         timeout = self._tuning.commit_timeout
@@ -51,7 +53,7 @@ class Committer:
                     if isinstance(value, ApplyFailed):
                         raise ClusterError(f"the state machine rejected the command: {value.error}")
                     return value
-                if error not in RETRYABLE:
+                if error not in RETRYABLE and not (idempotent and error in UNKNOWN_OUTCOME):
                     reason = FAIL_REASONS.get(error or 0, f"error {error}")
                     raise ClusterUnavailable(f"{reason}; the command may or may not have been applied")
                 await anyio.sleep(self._tuning.heartbeat)

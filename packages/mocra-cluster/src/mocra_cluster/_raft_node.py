@@ -52,6 +52,7 @@ FAIL_REASONS = {
 }
 """pysyncobj's FAIL_REASON codes. 2 (MISSING_LEADER), 3, 4 and 1 mean the command was not applied."""
 RETRYABLE = frozenset({1, 2, 3, 4})
+UNKNOWN_OUTCOME = frozenset({5, 7})
 
 
 class ApplyFailed(msgspec.Struct, frozen=True):
