@@ -5,10 +5,13 @@ from __future__ import annotations
 from ._commands import (
     AcquireLock,
     AcquirePartition,
+    AddIfAbsent,
+    Append,
     Command,
     CompareAndSet,
     Delete,
     Heartbeat,
+    Incr,
     Join,
     Publish,
     Purge,
@@ -29,6 +32,7 @@ from ._errors import (
     ClusterUnavailable,
     NoQuorum,
     NotLeader,
+    Refused,
     StaleToken,
 )
 from ._fencing import FencedResource
@@ -48,6 +52,8 @@ __version__ = "0.1.0"
 __all__ = (
     "AcquireLock",
     "AcquirePartition",
+    "AddIfAbsent",
+    "Append",
     "ClusterClosed",
     "ClusterConfig",
     "ClusterConfigError",
@@ -60,6 +66,7 @@ __all__ = (
     "Delete",
     "FencedResource",
     "Heartbeat",
+    "Incr",
     "Join",
     "LmdbStateStore",
     "LocalControlPlane",
@@ -75,6 +82,7 @@ __all__ = (
     "RaftControlPlane",
     "RaftStatus",
     "RaftTuning",
+    "Refused",
     "ReleaseLock",
     "ReleasePartition",
     "Remove",

@@ -22,10 +22,13 @@ import msgspec
 __all__ = (
     "AcquireLock",
     "AcquirePartition",
+    "AddIfAbsent",
+    "Append",
     "Command",
     "CompareAndSet",
     "Delete",
     "Heartbeat",
+    "Incr",
     "Join",
     "Publish",
     "Purge",
@@ -178,6 +181,46 @@ class Purge(_Command, tag="purge", frozen=True):
     v: int = 1
 
 
+class Incr(_Command, tag="incr", frozen=True):
+    """Add `delta` to the counter `key` (missing or expired: 0), keeping its expiry.
+
+    A counter is a value holding a base-10 ASCII integer (no sign `+`, spaces or leading zeros) in the
+    signed 64-bit range. Result: the new value, or None (nothing changed) if `key` holds a list, a value
+    that is not a counter, or the sum leaves the 64-bit range.
+    """
+
+    key: str
+    delta: int
+    now: float
+    v: int = 1
+
+
+class Append(_Command, tag="append", frozen=True):
+    """Append `value` to the list `key` (created if missing); result: its new length.
+
+    A key holds a value or a list: the result is None (nothing changed) if `key` holds a live value.
+    A list never expires; `Set` replaces it and `Delete` removes it.
+    """
+
+    key: str
+    value: bytes
+    now: float
+    v: int = 1
+
+
+class AddIfAbsent(_Command, tag="addnew", frozen=True):
+    """Add `members` to the set `key` (a name space of its own); result: a bit mask of the new ones.
+
+    Bit `i` of the result is set if `members[i]` was absent and is now added (so only the first of
+    duplicates inside the batch). One command per batch: a control plane records a whole batch of
+    request fingerprints in one log entry. Sets never expire.
+    """
+
+    key: str
+    members: list[bytes]
+    v: int = 1
+
+
 Command: TypeAlias = (
     Set
     | Delete
@@ -193,6 +236,9 @@ Command: TypeAlias = (
     | ReleasePartition
     | Publish
     | Purge
+    | Incr
+    | Append
+    | AddIfAbsent
 )
 """Every command the state machine applies."""
 

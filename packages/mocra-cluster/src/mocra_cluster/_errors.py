@@ -8,6 +8,7 @@ ClusterError
         NotLeader .leader        this node does not lead; `leader` is the current leader's id, if known
         NoQuorum                 too few voters answer to commit a change
     StaleToken .token .highest   a fenced write carried a token older than one already seen
+    Refused .key .problem        the state machine refused a command (a key holds the other kind, ...)
 ```
 """
 
@@ -20,6 +21,7 @@ __all__ = (
     "ClusterUnavailable",
     "NoQuorum",
     "NotLeader",
+    "Refused",
     "StaleToken",
 )
 
@@ -80,3 +82,17 @@ class StaleToken(ClusterError):
         super().__init__(f"fencing token {token} is stale: a write with token {highest} was already accepted")
         self.token = token
         self.highest = highest
+
+
+class Refused(ClusterError):
+    """The state machine refused a command and changed nothing; `key` names the key concerned.
+
+    Example:
+        >>> str(Refused("pages", "holds a list, not a value"))
+        "key 'pages': holds a list, not a value"
+    """
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"key {key!r}: {problem}")
+        self.key = key
+        self.problem = problem

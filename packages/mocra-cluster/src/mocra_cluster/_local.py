@@ -10,6 +10,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ._checks import check_name, check_partition, check_ttl
+from ._collections import CollectionCalls
 from ._commands import (
     DEFAULT_KEEP,
     AcquireLock,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     import os
     from collections.abc import AsyncIterator, Callable
     from types import TracebackType
-    from typing import Self
+    from typing import Self, TypeVar
 
     from ._commands import Command
     from ._machine import Result
@@ -43,8 +44,11 @@ if TYPE_CHECKING:
 
 __all__ = ("LocalControlPlane",)
 
+if TYPE_CHECKING:
+    T = TypeVar("T")
 
-class LocalControlPlane:
+
+class LocalControlPlane(CollectionCalls):
     """A `ControlPlane` for the processes of one host: durable, always the leader, term 1.
 
     Every write is one `StateMachine.apply` in one LMDB write transaction, so the processes that open
@@ -131,6 +135,13 @@ class LocalControlPlane:
     async def _read(self) -> StateMachine:
         await anyio.lowlevel.checkpoint()
         return self._open_machine()
+
+    async def _view(self, read: Callable[[StateMachine], T]) -> T:
+        return read(await self._read())
+
+    async def propose(self, command: Command) -> Result:
+        """Apply `command` in one LMDB write transaction and return what the machine returned."""
+        return await self._apply(command)
 
     # ------------------------------------------------------------------ KV
 

@@ -7,7 +7,11 @@ follower replaying the log, a node restoring a snapshot and the local LMDB plane
 state. Layout of the store (keys are UTF-8, integers in msgpack):
 
 ```text
-k/<key>                  -> Entry(value, expires)           KV values
+k/<key>                  -> Entry(value, expires)           KV values (a counter: ASCII decimal)
+n/<key>                  -> list length                      lists (a key holds a value or a list)
+i/<key> NUL <index u64>  -> element                          list elements, from index 0
+s/<key> NUL <member>     -> b""                              sets (their own name space, never expire)
+c/<key>                  -> set size
 l/<key>                  -> LockInfo(holder, token, expires) latest grant of each lock
 p/<partition>            -> LockInfo                         latest grant of each partition lease
 m/<member id>            -> Member
@@ -27,9 +31,12 @@ import msgspec
 from ._commands import (
     AcquireLock,
     AcquirePartition,
+    AddIfAbsent,
+    Append,
     CompareAndSet,
     Delete,
     Heartbeat,
+    Incr,
     Join,
     Publish,
     Purge,
@@ -61,6 +68,7 @@ _member = msgspec.msgpack.Decoder(Member).decode
 _message = msgspec.msgpack.Decoder(Message).decode
 _head = msgspec.msgpack.Decoder(TopicHead).decode
 _int = msgspec.msgpack.Decoder(int).decode
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _value_key(key: str) -> bytes:
@@ -85,6 +93,38 @@ def _head_key(topic: str) -> bytes:
 
 def _message_key(topic: str, seq: int) -> bytes:
     return b"q/" + topic.encode() + b"\0" + _encode(seq)
+
+
+def _length_key(key: str) -> bytes:
+    return b"n/" + key.encode()
+
+
+def _items_prefix(key: str) -> bytes:
+    return b"i/" + key.encode() + b"\0"
+
+
+def _set_prefix(key: str) -> bytes:
+    return b"s/" + key.encode() + b"\0"
+
+
+def _size_key(key: str) -> bytes:
+    return b"c/" + key.encode()
+
+
+def parse_counter(value: bytes) -> int | None:
+    """Return the counter `value` holds, or None if it is not one (see `Incr`).
+
+    Example:
+        >>> parse_counter(b"-41"), parse_counter(b"01"), parse_counter(b"x")
+        (-41, None, None)
+    """
+    if len(value) > 20:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        return None
+    return number if str(number).encode() == value else None
 
 
 class StateMachine:
@@ -141,12 +181,13 @@ class StateMachine:
     def _dispatch(self, command: Command) -> Result:
         match command:
             case Set():
+                self._drop_list(command.key)
                 self._put_value(command.key, command.value, command.now, command.ttl)
                 return None
             case Delete():
                 live = self._live_value(command.key, command.now) is not None
                 self._store.delete(_value_key(command.key))
-                return live
+                return self._drop_list(command.key) or live
             case CompareAndSet():
                 return self._compare_and_set(command)
             case AcquireLock():
@@ -174,6 +215,12 @@ class StateMachine:
                 return self._publish(command)
             case Purge():
                 return self._purge(command.now)
+            case Incr():
+                return self._incr(command)
+            case Append():
+                return self._append(command)
+            case AddIfAbsent():
+                return self._add_if_absent(command)
 
     def _counter(self, key: bytes) -> int:
         raw = self._store.get(key)
@@ -193,7 +240,7 @@ class StateMachine:
         self._store.put(_value_key(key), _encode(Entry(value, expires)))
 
     def _compare_and_set(self, command: CompareAndSet) -> bool:
-        if self._live_value(command.key, command.now) != command.expected:
+        if self._length(command.key) or self._live_value(command.key, command.now) != command.expected:
             return False
         if command.value is None:
             self._store.delete(_value_key(command.key))
@@ -279,6 +326,57 @@ class StateMachine:
                 dropped += 1
         return dropped
 
+    def _length(self, key: str) -> int:
+        return self._counter(_length_key(key))
+
+    def _drop_list(self, key: str) -> bool:
+        if not self._store.delete(_length_key(key)):
+            return False
+        for item_key, _ in self._store.scan(_items_prefix(key)):
+            self._store.delete(item_key)
+        return True
+
+    def _incr(self, command: Incr) -> int | None:
+        if self._length(command.key):
+            return None
+        raw = self._store.get(_value_key(command.key))
+        current, expires = 0, None
+        if raw is not None:
+            entry = _entry(raw)
+            if entry.expires is None or entry.expires > command.now:
+                found = parse_counter(entry.value)
+                if found is None:
+                    return None
+                current, expires = found, entry.expires
+        new = current + command.delta
+        if not _INT64_MIN <= new <= _INT64_MAX:
+            return None
+        self._store.put(_value_key(command.key), _encode(Entry(str(new).encode(), expires)))
+        return new
+
+    def _append(self, command: Append) -> int | None:
+        if self._live_value(command.key, command.now) is not None:
+            return None
+        self._store.delete(_value_key(command.key))  # an expired value, if any
+        index = self._length(command.key)
+        self._store.put(_items_prefix(command.key) + _encode(index), command.value)
+        self._store.put(_length_key(command.key), _encode(index + 1))
+        return index + 1
+
+    def _add_if_absent(self, command: AddIfAbsent) -> int:
+        prefix = _set_prefix(command.key)
+        mask = added = 0
+        for index, member in enumerate(command.members):
+            key = prefix + member
+            if self._store.get(key) is None:
+                self._store.put(key, b"")
+                mask |= 1 << index
+                added += 1
+        if added:
+            size_key = _size_key(command.key)
+            self._store.put(size_key, _encode(self._counter(size_key) + added))
+        return mask
+
     # ------------------------------------------------------------------ reads
 
     @property
@@ -348,3 +446,20 @@ class StateMachine:
                 if stored is not None:
                     found.append(_message(stored))
             return found
+
+    def items(self, key: str, now: float) -> list[bytes] | None:
+        """Return the list `key` in append order ([] if missing), or None if it holds a value at `now`."""
+        with self._store.transaction(write=False):
+            if not self._length(key):
+                return None if self._live_value(key, now) is not None else []
+            return [value for _, value in self._store.scan(_items_prefix(key))]
+
+    def set_contains(self, key: str, member: bytes) -> bool:
+        """Return whether `member` was added to the set `key`."""
+        with self._store.transaction(write=False):
+            return self._store.get(_set_prefix(key) + member) is not None
+
+    def set_size(self, key: str) -> int:
+        """Return how many members the set `key` holds."""
+        with self._store.transaction(write=False):
+            return self._counter(_size_key(key))

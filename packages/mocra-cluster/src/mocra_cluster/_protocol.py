@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Sequence
     from types import TracebackType
     from typing import Self
 
@@ -73,8 +73,13 @@ class ControlPlane(Protocol):
     Delivery is at-least-once per subscriber, in order; a subscriber that falls behind the kept
     window sees a gap in `seq`.
 
+    **Counters, lists and sets.** A key holds a value or a list: `set` replaces either kind, `delete`
+    removes either, `compare_and_set` leaves a list alone (returns False); `incr` (on a value holding
+    a base-10 integer) and `append` are one command each and raise `Refused` on the other kind.
+    Sets (`add_if_absent`, one command per batch) have a name space of their own and never expire.
+
     **Errors.** `ClusterUnavailable` (`NotLeader`, `NoQuorum`) when a write cannot be committed now;
-    `ClusterClosed` after `aclose()`.
+    `Refused` when the state machine refused a command; `ClusterClosed` after `aclose()`.
     """
 
     async def get(self, key: str) -> bytes | None:
@@ -93,6 +98,30 @@ class ControlPlane(Protocol):
         self, key: str, expected: bytes | None, value: bytes | None, *, ttl: float | None = None
     ) -> bool:
         """Replace `key` by `value` (None deletes) if it holds `expected` (None: absent); True if it did."""
+        ...
+
+    async def incr(self, key: str, delta: int = 1) -> int:
+        """Add `delta` to the counter `key` (missing or expired: 0) and return the new value."""
+        ...
+
+    async def append(self, key: str, value: bytes) -> int:
+        """Append `value` to the list `key` (created if missing) and return its new length."""
+        ...
+
+    async def items(self, key: str) -> list[bytes]:
+        """Return the list `key` in append order (empty if missing)."""
+        ...
+
+    async def add_if_absent(self, key: str, members: Sequence[bytes]) -> list[bool]:
+        """Add `members` to the set `key` in one command; per member, whether it was absent."""
+        ...
+
+    async def set_contains(self, key: str, member: bytes) -> bool:
+        """Return whether `member` was added to the set `key`."""
+        ...
+
+    async def set_size(self, key: str) -> int:
+        """Return how many members the set `key` holds."""
         ...
 
     async def acquire_lock(self, key: str, holder: str, ttl: float) -> int | None:
