@@ -64,6 +64,9 @@ __all__ = ("RaftControlPlane",)
 
 _T = TypeVar("_T")
 
+_IDEMPOTENT = (Set, RenewLock, RenewPartition)
+"""Commands whose second application changes neither the state nor the result."""
+
 
 class RaftControlPlane(CollectionCalls):
     """A `ControlPlane` replicated with Raft across the nodes of `config`; use it with `async with`.
@@ -167,25 +170,31 @@ class RaftControlPlane(CollectionCalls):
         command = Join(member_id=self.member_id, addr=self._config.addr, voter=True, now=self._clock())
         while True:
             try:
-                await self._commit(encode_command(command))
+                await self._commit(encode_command(command), idempotent=True)
                 return
             except ClusterUnavailable:  # an election, or a peer still starting: try again
                 await anyio.sleep(self._config.tuning.heartbeat)
 
     # ------------------------------------------------------------------ the log
 
-    async def _commit(self, raw: bytes) -> object:
+    async def _commit(self, raw: bytes, *, idempotent: bool = False) -> object:
         self._require()
         assert self._committer is not None
-        return await self._committer.commit(raw)
+        return await self._committer.commit(raw, idempotent=idempotent)
 
     async def propose(self, command: Command) -> Result:
-        """Commit `command` through the log and return what the machine returned for it here."""
-        return await self._commit(encode_command(command))  # type: ignore[return-value]
+        """Commit `command` through the log and return what the machine returned for it here.
+
+        If the leader changes after taking the command, it is proposed again when applying it twice
+        is harmless (`Set`, renewals); otherwise `ClusterUnavailable` says the outcome is
+        unknown (read back to find out).
+        """
+        idempotent = isinstance(command, _IDEMPOTENT)
+        return await self._commit(encode_command(command), idempotent=idempotent)  # type: ignore[return-value]
 
     async def barrier(self) -> None:
         """Commit a no-op: afterwards local reads reflect every write committed before the call."""
-        await self._commit(b"")
+        await self._commit(b"", idempotent=True)
 
     async def _read(self, linearizable: bool = False) -> RaftNode:
         if linearizable:
