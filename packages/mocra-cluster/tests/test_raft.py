@@ -194,3 +194,34 @@ async def test_an_unsigned_pickle_is_never_unpickled(plane: RaftControlPlane, tm
             await stream.receive()  # the node closes the connection
     assert not marker.exists()
     await plane.set("still", b"working")
+
+
+def test_raft_names_are_exported_and_documented() -> None:
+    import inspect
+
+    import mocra_cluster
+
+    for name in ("ClusterConfig", "RaftControlPlane", "RaftStatus", "RaftTuning"):
+        assert name in mocra_cluster.__all__
+        obj = getattr(mocra_cluster, name)
+        assert inspect.getdoc(obj), name
+        for attr, member in vars(obj).items():
+            if not attr.startswith("_") and callable(member):
+                assert inspect.getdoc(member), f"{name}.{attr}"
+
+
+def test_readme_raft_example_prints_what_the_readme_says(tmp_path: pathlib.Path) -> None:
+    import re
+    import subprocess
+    import sys
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## The Raft plane") :]
+    code = re.search(r"^```python\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    expected = re.search(r"^```text\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    assert code is not None and expected is not None
+    result = subprocess.run(
+        [sys.executable, "-c", code.group(1)], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected.group(1)
