@@ -9,6 +9,7 @@ from mocra_core.coordination import Coordination, LmdbCoordination, LocalCoordin
 def test_coordination_exports() -> None:
     assert mocra_core.coordination.__all__ == (
         "MAX_KEY_BYTES",
+        "ControlPlaneOwnership",
         "Coordination",
         "CoordinationError",
         "CoordinationLeaseStore",
@@ -16,7 +17,9 @@ def test_coordination_exports() -> None:
         "LmdbCoordination",
         "LocalCoordination",
         "LockInfo",
+        "Ownership",
         "RedisCoordination",
+        "SingleNodeOwnership",
     )
     for name in mocra_core.coordination.__all__:
         value = getattr(mocra_core.coordination, name)

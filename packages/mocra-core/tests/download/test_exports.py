@@ -23,6 +23,7 @@ def test_all_is_pinned() -> None:
         "RetryPolicy",
         "RetrySettings",
         "RobotsPolicy",
+        "ShareLimiter",
         "Ticket",
         "domain_of",
         "origin_of",

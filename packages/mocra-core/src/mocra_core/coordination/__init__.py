@@ -4,7 +4,8 @@
 leadership); `LocalCoordination` serves the tasks of one process, `LmdbCoordination` the processes of one
 host, `RedisCoordination` (the `redis` extra, imported on first use) the workers of many hosts.
 `CoordinationLeaseStore` and `CoordinationRunStateStore` put `mocra_dag`'s run guard and run state on any
-of them.
+of them. `Ownership` says which node of a cluster does the work of a key: `SingleNodeOwnership` (all of it)
+or `ControlPlaneOwnership` (by the partitions of a `mocra_cluster` control plane).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._dag import CoordinationLeaseStore, CoordinationRunStateStore
 from ._errors import CoordinationError
 from ._lmdb import LmdbCoordination
 from ._local import LocalCoordination
+from ._ownership import ControlPlaneOwnership, Ownership, SingleNodeOwnership
 from ._protocol import MAX_KEY_BYTES, Coordination, LockInfo
 
 if TYPE_CHECKING:
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_KEY_BYTES",
+    "ControlPlaneOwnership",
     "Coordination",
     "CoordinationError",
     "CoordinationLeaseStore",
@@ -30,7 +33,9 @@ __all__ = (
     "LmdbCoordination",
     "LocalCoordination",
     "LockInfo",
+    "Ownership",
     "RedisCoordination",
+    "SingleNodeOwnership",
 )
 
 for _name in __all__:

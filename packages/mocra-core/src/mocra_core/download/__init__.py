@@ -3,8 +3,8 @@
 Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down, in one process),
 `GatedLimiter` (the same plus a `DomainGate` ticket, so the limits hold across the workers of a job:
 `LmdbDomainGate` on one host, `RedisDomainGate` on many, the latter imported on first use as it needs the
-`redis` extra) and `RobotsPolicy` (robots.txt); `RetryPolicy` decides whether and when a failed download
-is tried again.
+`redis` extra), `ShareLimiter` (a cluster without a gate: each node keeps to its share of the limits) and
+`RobotsPolicy` (robots.txt); `RetryPolicy` decides whether and when a failed download is tried again.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ._protocol import Downloader
 from ._retry import RetryPolicy, RetrySettings, parse_retry_after
 from ._robots import RobotsPolicy, origin_of
 from ._settings import DEFAULT_HEADERS, DownloadSettings
+from ._share_limiter import ShareLimiter
 
 if TYPE_CHECKING:
     from ._gate_redis import RedisDomainGate
@@ -43,6 +44,7 @@ __all__ = (
     "RetryPolicy",
     "RetrySettings",
     "RobotsPolicy",
+    "ShareLimiter",
     "Ticket",
     "domain_of",
     "origin_of",

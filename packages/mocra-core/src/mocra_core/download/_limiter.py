@@ -188,6 +188,7 @@ class DomainLimiter:
         self._random = random
         self._domains: dict[str, _Domain] = {}
         self._created = 0
+        self.members = 1
 
     def slot(self, url_or_domain: str) -> _Slot:
         """An async context manager holding one of the domain's slots for the duration of a request.
@@ -212,6 +213,25 @@ class DomainLimiter:
             if not delay >= 0:
                 raise ValueError(f"delay: must be >= 0, got {delay!r}")
             d.delay = delay
+
+    def share(self, members: int) -> None:
+        """Enforce this process's share of limits meant for `members` processes (1: all of them).
+
+        Every domain then allows `ceil(limit / members)` requests at once and spaces starts `delay *
+        members` apart (the adaptive extra delay and `Retry-After` are this process's own and are not
+        scaled); `state` and `configure` keep speaking of the whole limits.
+
+        Example:
+            >>> limiter = DomainLimiter(concurrency=8, delay=0.5)
+            >>> limiter.share(3)
+            >>> limiter.members, limiter.state("example.com").concurrency
+            (3, 8)
+        """
+        if members < 1:
+            raise ValueError(f"members: must be >= 1, got {members!r}")
+        self.members = members
+        for d in self._domains.values():
+            self._wake(d)
 
     def feedback(self, url_or_domain: str, status: int, retry_after: str | None = None) -> None:
         """Adapt a domain's limits to a response status (see the class notes); cheap, call it every time."""
@@ -263,7 +283,7 @@ class DomainLimiter:
 
     async def _acquire(self, key: str) -> _Domain:
         d = self._domain(key)
-        if d.active < d.limit and not d.waiters:
+        if d.active < -(-d.limit // self.members) and not d.waiters:
             d.active += 1
         else:
             event = anyio.Event()
@@ -291,7 +311,7 @@ class DomainLimiter:
                 d.blocked_until = 0.0
             start = max(d.next_start, d.blocked_until)
             if start <= now:
-                gap = d.delay
+                gap = d.delay * self.members
                 if gap and self.jitter:
                     gap *= 1.0 + self.jitter * (2.0 * self._random() - 1.0)
                 d.next_start = now + gap + d.extra
@@ -305,7 +325,7 @@ class DomainLimiter:
             del self._domains[key]
 
     def _wake(self, d: _Domain) -> None:
-        while d.waiters and d.active < d.limit:
+        while d.waiters and d.active < -(-d.limit // self.members):
             d.active += 1
             d.waiters.popleft().set()
 

@@ -15,7 +15,7 @@ from ..modules import LoginFailed
 from ._feeder import Feeder
 
 if TYPE_CHECKING:
-    from ..download import DomainLimiter, GatedLimiter, RetryPolicy, RobotsPolicy
+    from ..download import DomainLimiter, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
     from ..http import Request, Response
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
@@ -36,7 +36,7 @@ _REQUESTS = "request"
 class Politeness:
     """How the download stage treats servers: per-domain limits (job-wide when gated), robots.txt, retries."""
 
-    limiter: DomainLimiter | GatedLimiter
+    limiter: DomainLimiter | GatedLimiter | ShareLimiter
     retry: RetryPolicy
     robots: RobotsPolicy | None = None
 

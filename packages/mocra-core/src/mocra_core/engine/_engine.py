@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import msgspec
 
-from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy
+from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
 from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
@@ -26,6 +26,7 @@ from ._backends import (
     open_queue_for,
     open_seen,
 )
+from ._cron_claims import CronClaims
 from ._download import RESPONSES, DownloadStage, Politeness
 from ._frontier import REQUESTS, Frontier
 from ._generate import TASKS, GenerateStage
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from ..config import Settings
-    from ..coordination import Coordination
+    from ..coordination import Coordination, Ownership
     from ..download import Downloader
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
@@ -118,7 +119,9 @@ class CrawlResult(msgspec.Struct, kw_only=True):
 class Engine:
     """Runs modules through the stages: task → generate → request queue → download → response queue → parse.
 
-    Built by the `Mocra` builder; one engine runs once.
+    Built by the `Mocra` builder; one engine runs once. `ownership` (a cluster's, e.g.
+    `ControlPlaneOwnership`) splits cron fires by account owner and, without a job-wide gate, per-domain
+    politeness by member count; None is one node (cron on the coordination store's leader).
     """
 
     def __init__(
@@ -127,7 +130,10 @@ class Engine:
         settings: Settings,
         chain: MiddlewareChain,
         downloaders: Mapping[str, Downloader],
+        *,
+        ownership: Ownership | None = None,
     ) -> None:
+        self._ownership = ownership
         self._modules = {module.name: module for module, _ in modules}
         self._sinks = {module.name: sink for module, sink in modules}
         self._settings = settings
@@ -192,7 +198,7 @@ class Engine:
             )
             gate = open_gate(settings, job, name)  # job-wide politeness for the workers of a shared queue
             limiter = (
-                local
+                share_limits(local, self._ownership)  # a cluster without a gate: this node's share
                 if gate is None
                 else GatedLimiter(local, await stack.enter_async_context(gate), ttl=gate_ttl(settings))
             )
@@ -349,14 +355,18 @@ class Engine:
         assert module.cron is not None
         schedule = CronSchedule(module.cron, misfire_tolerance=module.cron_misfire)
 
+        claims = None if self._ownership is None else CronClaims(self._ownership, coordination)
+
         async def fire(when: float) -> None:
-            logger.info("cron: starting %s (%s)", module.name, module.cron)
-            await router.seed(_start_tasks(module, f"cron{int(when)}"))
+            tasks = _start_tasks(module, f"cron{int(when)}")
+            if claims is not None:  # a cluster: the accounts this node owns, each fire once job-wide
+                tasks = await claims.claim(tasks, when, misfire_tolerance=module.cron_misfire)
+            logger.info("cron: starting %s (%s), %d run(s)", module.name, module.cron, len(tasks))
+            await router.seed(tasks)
 
         self._crons_running += 1
-        return CronRunner(
-            schedule, fire, is_leader=coordination.is_leader, max_fires=self._settings.crawl.cron_max_fires
-        )
+        is_leader = coordination.is_leader if claims is None else None  # a cluster: every node fires
+        return CronRunner(schedule, fire, is_leader=is_leader, max_fires=self._settings.crawl.cron_max_fires)
 
     async def _run_cron(self, cron: CronRunner) -> None:
         try:
@@ -415,6 +425,11 @@ class _Stages(msgspec.Struct, frozen=True):
     generate: GenerateStage
     download: DownloadStage
     parse: ParseStage
+
+
+def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLimiter | ShareLimiter:
+    """Per-domain limits without a job-wide gate: all of them on one node, the node's share on a cluster."""
+    return local if ownership is None else ShareLimiter(local, ownership.member_count)
 
 
 def _start_tasks(module: CompiledModule, generation: str) -> list[Task]:
