@@ -187,7 +187,8 @@ class RaftControlPlane(CollectionCalls):
 
         If the leader changes after taking the command, it is proposed again when applying it twice
         is harmless (`Set`, renewals); otherwise `ClusterUnavailable` says the outcome is
-        unknown (read back to find out).
+        unknown (read back to find out). Cancelling the call stops the wait, not the command: it may
+        still be applied.
         """
         idempotent = isinstance(command, _IDEMPOTENT)
         return await self._commit(encode_command(command), idempotent=idempotent)  # type: ignore[return-value]
