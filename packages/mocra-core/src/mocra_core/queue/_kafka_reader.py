@@ -2,10 +2,10 @@
 
 The task fetches the partitions the group assigns to this member into a `Window` (`_kafka_window.py`),
 republishes expired leases, dead-letters poison records, and commits: the group's offsets (each
-partition's oldest record not done) and, in a second group without members (`Names.lease_marks`), each
-partition's *lease mark*, the offset after the last record leased. A member that takes a partition over
-delivers the records between the two marks with `attempt + 1`: their previous member leased them and left
-(crashed, or closed) without finishing them.
+partition's oldest record not done), then the `State` of each partition changed (`_kafka_state.py`). A
+member that takes a partition over reads its last `State`: it skips the records above the committed
+offset that were done, and delivers the ones the previous member leased and did not finish (it crashed,
+or closed) with `attempt + 1`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import msgspec
 from .._errors import BackendError, BackendUnavailable, PoisonMessage
 from ._envelope import Envelope, pack, unpack
 from ._kafka_driver import kafka_error, rebalance_listener
+from ._kafka_state import DONE, LOST, State, StateLog
 from ._kafka_window import PREFETCH, Held, Part, Window
 from ._kafka_wire import DUE, RAW, due_header
 
@@ -70,7 +71,6 @@ class Reader(Window):
     ) -> None:
         super().__init__(topic, visibility_timeout=visibility_timeout, published=published)
         self.group_id = names.group(topic, group)
-        self._marks_id = names.lease_marks(topic, group)
         self._wire = wire
         self._names = names
         self._codec = codec
@@ -78,8 +78,8 @@ class Reader(Window):
         self._session_ms = max(1000, int(session_timeout * 1000))
         self._fetch_wait_ms = max(1, int(fetch_wait * 1000))
         self.lanes: dict[str, int] = {}  # Kafka topic -> lane
-        self._marks: Consumer | None = None  # commits lease marks (manual assignment, never fetches)
-        self._marks_on: frozenset[TopicPartition] = frozenset()
+        self._log = StateLog(wire, names, group, fetch_wait=fetch_wait)
+        self._persisting = anyio.Lock()
         self._assigned: set[TopicPartition] | None = None  # to settle after a rebalance
         self._generation = 0
         self._joined = anyio.Event()
@@ -146,7 +146,6 @@ class Reader(Window):
             )
         )
         try:
-            self._marks = await self._start(lambda: self._wire.consumer(group_id=self._marks_id))
             self._consumer = consumer
             consumer.subscribe(topics=sorted(self.lanes), listener=self)
             async with anyio.create_task_group() as tg:
@@ -161,8 +160,7 @@ class Reader(Window):
                 except Exception as exc:
                     logger.debug("kafka: final commit of %s failed: %r", self.group_id, exc)
                 await consumer.stop()
-                if self._marks is not None:
-                    await self._marks.stop()
+                await self._log.aclose()
 
     async def _start(self, new: Callable[[], Consumer]) -> Consumer:
         while True:
@@ -220,7 +218,10 @@ class Reader(Window):
                 if record.offset < part.next:
                     continue  # fetched again after a rebalance: held or done already
                 part.next = record.offset + 1
-                held = self._decode(part, record)
+                verdict = part.inherited.verdict(record.offset) if part.inherited is not None else None
+                if verdict == DONE:
+                    continue  # finished by the previous owner after its last commit
+                held = self._decode(part, record, lost=verdict == LOST)
                 if held.reason:
                     part.live[held.offset] = held
                     self._poison.append(held)
@@ -232,7 +233,7 @@ class Reader(Window):
         if fresh:
             self.waiters.notify(fresh)
 
-    def _decode(self, part: Part, record: Record) -> Held:
+    def _decode(self, part: Part, record: Record, *, lost: bool) -> Held:
         due = 0.0
         for name, value in record.headers:
             if name == DUE:
@@ -256,7 +257,8 @@ class Reader(Window):
             held.reason = f"undecodable payload ({len(env.body)} bytes): {exc}"
             return held
         held = Held(part, record.offset, env, payload, due)
-        if record.offset < part.lost_to:  # leased by a member that left without finishing it
+        if lost:  # leased by a member that left without finishing it
+            held.lost = True
             attempt = env.attempt
             if attempt >= self._max_attempts:
                 held.reason = f"lease lost with its consumer on attempt {attempt} of {self._max_attempts}"
@@ -314,15 +316,15 @@ class Reader(Window):
             and ends[tp] >= part.mark()
         }
         fresh = [tp for tp in ordered if tp not in kept]
-        marks = await self._wire.group_offsets(self._marks_id, fresh) if fresh else {}
+        states = await self._log.read(fresh)
+        logger.debug("kafka: %s keeps %s, takes %s over (%s)", self.group_id, kept, fresh, states)
         if generation != self._generation:
             return  # another rebalance meanwhile: settle that one
         for tp in [tp for tp in self.parts if tp not in kept]:
             self.drop(self.parts.pop(tp))  # lost, moved meanwhile, or the broker lost it
         for tp in fresh:
             part = self.parts[tp] = Part(tp, self.lanes.get(tp.topic, 0), positions[tp])
-            part.leased_to = part.marked = max(marks[tp], 0)
-            part.lost_to = marks[tp] if marks[tp] > positions[tp] else 0
+            part.inherited = states.get(tp)
         for tp in ordered:
             part = self.parts[tp]
             if tp in kept:
@@ -337,7 +339,7 @@ class Reader(Window):
         self.waiters.notify(len(self.waiters))
 
     async def _commit(self, consumer: Consumer) -> None:
-        """Commit the group's offsets, then the lease marks.
+        """Commit the group's offsets, then write the state of the partitions changed.
 
         Not bounded by a timeout: cancelling aiokafka's commit in flight leaves its shielded request
         behind, whose error nobody would read. aiokafka retries outages itself.
@@ -351,20 +353,33 @@ class Reader(Window):
                 for tp, mark in offsets.items():
                     if (part := self.parts.get(tp)) is not None:
                         part.committed = mark
-            marks = {tp: part.leased_to for tp, part in self.parts.items() if part.leased_to > part.marked}
-            if marks and self._marks is not None:
-                tps = frozenset(self.parts)
-                if tps != self._marks_on:
-                    self._marks.assign(sorted(tps))
-                    self._marks.pause(*tps)
-                    self._marks_on = tps
-                await self._marks.commit(marks)
-                for tp, mark in marks.items():
-                    if (part := self.parts.get(tp)) is not None:
-                        part.marked = max(part.marked, mark)
+            await self.persist()
         finally:
             self._committing = False
             self._idle.set()
+
+    async def persist(self) -> None:
+        """Write the `State` of every partition leased from or finished in since its last write.
+
+        Writes are one at a time, each built when it starts, so the last record of a partition is its
+        newest state; a caller whose change a write in flight missed writes again after it.
+        """
+        async with self._persisting:
+            parts = [part for part in self.parts.values() if part.dirty and not part.dropped]
+            if not parts:
+                return
+            states: dict[TopicPartition, State] = {}
+            for part in parts:
+                part.dirty = False
+                if part.inherited is not None and part.inherited.end() <= part.next:
+                    part.inherited = None
+                states[part.tp] = State.of(part.live.items(), part.next, self.leases, part.inherited)
+            try:
+                await self._log.write(states)
+            except BaseException:
+                for part in parts:
+                    part.dirty = True
+                raise
 
     async def quiesce(self, seconds: float) -> None:
         """After `close`: wait (up to `seconds`) for a commit in flight, so that it is not cancelled.

@@ -25,6 +25,7 @@ from ._waiters import Waiters, new_lease_token
 if TYPE_CHECKING:
     from ._envelope import Envelope
     from ._kafka_driver import Consumer, TopicPartition
+    from ._kafka_state import State
 
 __all__ = ("PREFETCH", "Held", "Part", "Window")
 
@@ -39,12 +40,11 @@ class Part:
     __slots__ = (
         "committed",
         "delayed",
+        "dirty",
         "dropped",
+        "inherited",
         "lane",
-        "leased_to",
         "live",
-        "lost_to",
-        "marked",
         "next",
         "paused",
         "target",
@@ -58,9 +58,8 @@ class Part:
         self.next = position  # offset after the last record fetched
         self.committed = position  # last offset committed (or found committed) for the group
         self.target = position  # end offset when the partition was assigned
-        self.leased_to = 0  # offset after the last record leased (the "lease mark")
-        self.marked = 0  # lease mark last committed
-        self.lost_to = 0  # records before this offset were leased by a member that left without acking
+        self.inherited: State | None = None  # how the previous owner left what is not fetched yet
+        self.dirty = False  # leased or finished since its `State` was last written
         self.delayed = 0
         self.paused = False
         self.dropped = False
@@ -73,7 +72,9 @@ class Part:
 class Held:
     """A fetched record until it is done (acked, requeued or dead-lettered)."""
 
-    __slots__ = ("deadline", "due", "env", "offset", "part", "payload", "raw", "reason", "seq", "token")
+    __slots__ = (
+        "deadline", "due", "env", "lost", "offset", "part", "payload", "raw", "reason", "seq", "token"
+    )  # fmt: skip
 
     def __init__(self, part: Part, offset: int, env: Envelope, payload: object, due: float) -> None:
         self.part = part
@@ -84,6 +85,7 @@ class Held:
         self.seq = next(_seq)
         self.raw = False  # env.body is the raw record value (not an envelope)
         self.reason = ""  # why it is poison
+        self.lost = False  # leased by a member that left without finishing it (attempt counted up)
         self.token = 0
         self.deadline = 0.0
 
@@ -153,9 +155,8 @@ class Window:
         self.leases[token] = held
         heappush(self._deadlines, (deadline, token))
         part = held.part
-        if held.offset >= part.leased_to:
-            part.leased_to = held.offset + 1
-            self._commit_wanted.set()
+        part.dirty = True
+        self._commit_wanted.set()
         env = held.env
         return Delivery(env.id, self.topic, held.payload, env.key, part.lane, env.attempt, env.created, token)
 
@@ -192,6 +193,7 @@ class Window:
         """`held` is done (acked, requeued or dead-lettered): forget it, free its key, commit."""
         part = held.part
         if not part.dropped and part.live.pop(held.offset, None) is not None:
+            part.dirty = True
             self._commit_wanted.set()
             if part.paused and len(part.live) - part.delayed < PREFETCH and self._consumer is not None:
                 part.paused = False

@@ -73,12 +73,16 @@ def _escape(topic: str) -> str:
 class Names:
     """Kafka names in a namespace: topics `ns.<topic>.<lane>`, `ns.<topic>.dlq`; groups `ns.<topic>.<group>`.
 
+    The state topic of a lane topic in a group (`_kafka_state.py`) is `ns.<topic>.<lane>.acks.<group>`.
+
     Example:
         >>> names = Names("crawl")
         >>> names.lane("fetch", -3), names.dlq("fetch"), names.group("fetch", "download")
         ('crawl.fetch.-3', 'crawl.fetch.dlq', 'crawl.fetch.download')
         >>> names.lane("a.b_c", 0), names.lane_of("fetch", "crawl.fetch.-3")
         ('crawl.a_2e_b__c.0', -3)
+        >>> names.acks("crawl.fetch.0", "download"), names.lane_of("fetch", "crawl.fetch.0.acks.download")
+        ('crawl.fetch.0.acks.download', None)
     """
 
     __slots__ = ("_cache", "namespace")
@@ -114,9 +118,12 @@ class Names:
         """The Kafka consumer group of (`topic`, `group`)."""
         return f"{self.prefix(topic)}{group}"
 
-    def lease_marks(self, topic: str, group: str) -> str:
-        """The member-less consumer group holding the lease marks of (`topic`, `group`)."""
-        return f"{self.prefix(topic)[:-1]}~leases.{group}"
+    def acks(self, lane_topic: str, group: str) -> str:
+        """The state topic of a lane topic's partitions in `group` (see `_kafka_state.py`)."""
+        name = f"{lane_topic}.acks.{_escape(group)}"
+        if len(name) > 249:
+            raise ValueError(f"group {group!r} is too long for a Kafka topic name ({name!r})")
+        return name
 
     def lane_of(self, topic: str, name: str) -> int | None:
         """The lane of Kafka topic `name` if it is a lane of `topic`, else `None`."""
