@@ -1,6 +1,7 @@
 """`KafkaQueue`: a `QueueBackend` on Apache Kafka (or a Kafka-compatible broker such as tansu), via aiokafka.
 
-How the contract maps onto Kafka (reading: `_kafka_reader.py`, `_kafka_window.py`; DLQ: `_kafka_dlq.py`):
+How the contract maps onto Kafka (reading: `_kafka_reader.py`, `_kafka_window.py`; what a member leased
+and finished: `_kafka_state.py`; DLQ: `_kafka_dlq.py`):
 
 - **Topics and lanes.** Each priority lane of a topic is a Kafka topic `<namespace>.<topic>.<lane>` with
   `partitions` partitions (default 4), created on first use with the admin client. A message is one record:
@@ -12,18 +13,23 @@ How the contract maps onto Kafka (reading: `_kafka_reader.py`, `_kafka_window.py
   robin; batches over 100 messages are split), so a batch keeps its order.
 - **Leases, acks and commits.** A member fetches its partitions into a window and leases from it without
   I/O: highest lane first, then by `created`. A partition's committed offset is its oldest record not done,
-  so commits move only past a contiguous run of acks; a background task commits (acks do not wait). After
-  a rebalance a member keeps the window of each partition it still owns; a partition that moved is read
-  again from its committed offset (acked records above it come back: at least once).
+  so commits move only past a contiguous run of acks; a background task commits. After a rebalance a
+  member keeps the window of each partition it still owns; a partition that moved is read again from its
+  committed offset, skipping what its last `State` says was done (see "Lost members").
 - **Visibility timeout, nack and delays.** An expired lease is republished to its partition with
   `attempt + 1` (or dead-lettered) and the original counted done; `nack` does the same, with a `mocra-due`
   header (epoch ms) for its delay. A delayed record waits in the window and holds its partition's committed
   offset back until it is done.
 - **Lost members.** A member that dies or closes without acking loses its partitions after the session
-  timeout. Each member also commits the offset after the last record it leased, to a group without members
-  (`<namespace>.<topic>~leases.<group>`); the next owner hands the records between the two marks out with
-  `attempt + 1` (or dead-letters them), so a message that kills its worker ends in the DLQ. That commit
-  follows a lease in the background: a crash within milliseconds of a lease repeats the attempt number.
+  timeout (then a rebalance: on tansu 10 s + 5 s with the defaults), so its leases come back then, not
+  after `visibility_timeout`. Each member writes the `State` of each partition it changed (records done
+  above the committed offset, records leased and not finished) to a state topic
+  (`<namespace>.<topic>.<lane>.acks.<group>`, one partition per lane partition): `consume` returns only
+  once its leases are written, `ack`, `nack` and `dead_letter` once their ends are. The next owner reads
+  the last state of each partition it takes over: it skips what was done (as Redis and NATS, a killed
+  worker's acked messages are not delivered again) and hands what was leased out with `attempt + 1` (or
+  dead-letters it), so a message that kills its worker ends in the DLQ and the engine knows a redelivery.
+  Why not the group's commit metadata: tansu drops it.
 - **Priority** is exact within what a member has fetched: all lanes are fetched at once, so a backlog does
   not hide a higher lane. A lane created by another process is subscribed to within 5 s (a rebalance).
 - **DLQ.** `<namespace>.<topic>.dlq`: one partition, compacted, keyed by message id; `replay` republishes
@@ -36,7 +42,9 @@ How the contract maps onto Kafka (reading: `_kafka_reader.py`, `_kafka_window.py
   seconds, then raise `BackendUnavailable`; the consumers reconnect on their own.
 - **tansu** (0.6) joins a group in half the session timeout (at least 1 s), answers a fetch only after
   `fetch_wait`, reports end offsets one past the first record of the last batch (so `pending` reads the
-  last batch) and drops commit metadata (hence the second group).
+  last batch) and drops commit metadata (hence the state topics). Two workers crawl one job and one
+  survives the other's SIGKILL (`packages/mocra/tests/test_distributed.py`); with three groups per worker
+  (task, request, response) a worker's groups join side by side, one rebalance time for all.
 
 Needs the asyncio event loop (aiokafka).
 """
