@@ -25,6 +25,8 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         max_pages: Stop taking new requests after this many responses (`None` = unlimited).
         cron_max_fires: Stop after this many cron firings of each cron module, once their work is done
             (`None` = keep firing until interrupted).
+        account_affinity: On a cluster, queue each account's tasks and requests under its partition key
+            (`p<n>`), so one account's work goes through one partition lane, one message at a time.
         job: Name of the crawl job: workers started with the same name (and queue URL) share one crawl; it
             namespaces queues, dedup and coordination on shared backends. Default: the spider/module names.
         job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
@@ -39,6 +41,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     max_depth: int | None = None
     max_pages: int | None = None
     cron_max_fires: int | None = None
+    account_affinity: bool = False
     job: str | None = None
     job_dir: str | None = None
 

@@ -187,7 +187,12 @@ class Engine:
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
             frontier = Frontier(queue, seen, self._stats, max_depth=settings.crawl.max_depth)
-            router = Router(queue, self._modules, frontier, RunBook(coordination), self._stats)
+            affinity = (
+                self._ownership.partition_key if self._ownership and settings.crawl.account_affinity else None
+            )
+            router = Router(
+                queue, self._modules, frontier, RunBook(coordination), self._stats, affinity=affinity
+            )
             robots = (
                 RobotsPolicy(downloaders["default"], user_agent=settings.download.user_agent)
                 if settings.crawl.obey_robots

@@ -46,14 +46,20 @@ class Frontier:
         self._max_depth = max_depth
 
     async def submit(
-        self, requests: Sequence[Request], *, scope: str = "", redelivered: bool = False
+        self,
+        requests: Sequence[Request],
+        *,
+        scope: str = "",
+        redelivered: bool = False,
+        key: str | None = None,
     ) -> Sequence[Request]:
         """Publish the admissible `requests`; returns those published.
 
         `scope` names the dedup namespace (the module; for a cron module, the module run). `redelivered`
         means the requests come from work that was handed out before (its worker died or timed out): they
         may already be in the seen set without having reached the queue (the worker died between the
-        two), so they are queued even if seen — at least once, never lost.
+        two), so they are queued even if seen — at least once, never lost. `key` is their queue partition
+        key (account affinity), if any.
         """
         if not requests:
             return ()
@@ -76,7 +82,7 @@ class Frontier:
         for request in requests:
             by_priority[request.priority].append(request)
         for priority, batch in by_priority.items():
-            await self._queue.publish(REQUESTS, batch, priority=priority)
+            await self._queue.publish(REQUESTS, batch, key=key, priority=priority)
         return requests
 
 

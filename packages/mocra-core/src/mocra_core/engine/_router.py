@@ -10,7 +10,7 @@ from ..modules import Task
 from ._generate import TASKS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from ..http import Request, RequestRecord
     from ..modules import CompiledModule, Route
@@ -33,7 +33,8 @@ class Router:
 
     Bookkeeping of open work per (run, node) is done only for modules that have fan-in nodes; a stage
     reports a finished unit with `unit_done` *before* acknowledging it, so counts never dip to zero while
-    work is still on its way.
+    work is still on its way. `affinity` maps an account's `module:account` to the queue partition key its
+    tasks and requests are published with (None: no key).
     """
 
     def __init__(
@@ -43,7 +44,10 @@ class Router:
         frontier: Frontier,
         runbook: RunBook,
         stats: Stats,
+        *,
+        affinity: Callable[[str], str | None] | None = None,
     ) -> None:
+        self._affinity = affinity
         self._queue = queue
         self._modules = modules
         self._frontier = frontier
@@ -77,7 +81,8 @@ class Router:
         scope = module.name if first.account is None else f"{module.name}:{first.account}"
         if module.cron is not None:
             scope = f"{module.name}:{first.run}"
-        admitted = await self._frontier.submit(requests, scope=scope, redelivered=redelivered)
+        key = self._key(module.name, first.account)
+        admitted = await self._frontier.submit(requests, scope=scope, redelivered=redelivered, key=key)
         if module.fan_in and admitted:
             await self._open(module, [(r.run, r.node) for r in admitted])
 
@@ -183,7 +188,19 @@ class Router:
             module = self._modules[name]
             if module.fan_in:
                 await self._open(module, [(t.run, f"{t.module}/{t.node}") for t in tasks if t.module == name])
-        await self._queue.publish(TASKS, tasks)
+        if self._affinity is None:
+            await self._queue.publish(TASKS, tasks)
+            return
+        by_key: dict[str | None, list[Task]] = {}
+        for task in tasks:
+            by_key.setdefault(self._key(task.module, task.account), []).append(task)
+        for key, batch in by_key.items():
+            await self._queue.publish(TASKS, batch, key=key)
+
+    def _key(self, module: str, account: str | None) -> str | None:
+        if self._affinity is None or account is None:
+            return None
+        return self._affinity(f"{module}:{account}")
 
     async def _open(self, module: CompiledModule, units: Sequence[tuple[str | None, str | None]]) -> None:
         counts: Counter[tuple[str, str]] = Counter()
