@@ -177,10 +177,11 @@ async def plane(
 async def test_plane_counters_lists_and_sets(plane: ControlPlane) -> None:
     assert await plane.incr("n") == 1
     assert await plane.incr("n", 41) == 42
-    await plane.set("bad", b"x")
-    with pytest.raises(Refused, match="not a counter") as caught:
-        await plane.incr("bad")
-    assert caught.value.key == "bad"
+    for bad in (b"x", b""):
+        await plane.set("bad", bad)
+        with pytest.raises(Refused, match="not a counter") as caught:
+            await plane.incr("bad")
+        assert caught.value.key == "bad"
     await plane.set("big", str(2**63 - 1).encode())
     with pytest.raises(Refused, match="overflow"):
         await plane.incr("big")

@@ -38,10 +38,10 @@ class _Plane(Protocol):
 def _why_not_incremented(machine: StateMachine, key: str, delta: int, now: float) -> str:
     if machine.items(key, now):
         return _HOLDS_LIST
-    value = machine.get(key, now) or b"0"
-    current = parse_counter(value)
+    value = machine.get(key, now)
+    current = 0 if value is None else parse_counter(value)
     if current is None:
-        return f"holds {value[:40]!r}, not a counter"
+        return f"holds {(value or b'')[:40]!r}, not a counter"
     return f"counter overflow: {current} + {delta} leaves the signed 64-bit range"
 
 

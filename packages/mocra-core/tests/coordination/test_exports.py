@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import mocra_core.coordination
-from mocra_core.coordination import Coordination, LmdbCoordination, LocalCoordination, RedisCoordination
+from mocra_core.coordination import (
+    ClusterCoordination,
+    Coordination,
+    LmdbCoordination,
+    LocalCoordination,
+    RedisCoordination,
+)
 
 
 def test_coordination_exports() -> None:
     assert mocra_core.coordination.__all__ == (
         "MAX_KEY_BYTES",
+        "ClusterCoordination",
         "ControlPlaneOwnership",
         "Coordination",
         "CoordinationError",
@@ -29,7 +36,12 @@ def test_coordination_exports() -> None:
 
 def test_the_backends_fit_the_protocol() -> None:
     """mypy checks it statically (see the package `__init__`); here: every protocol method exists."""
-    backends: list[type[Coordination]] = [LocalCoordination, LmdbCoordination, RedisCoordination]
+    backends: list[type[Coordination]] = [
+        LocalCoordination,
+        LmdbCoordination,
+        RedisCoordination,
+        ClusterCoordination,
+    ]
     methods = [name for name in vars(Coordination) if not name.startswith("_") or name in ("__aenter__",)]
     for backend in backends:
         for name in methods:

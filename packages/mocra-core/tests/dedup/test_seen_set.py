@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import uuid
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,8 @@ import anyio
 import pytest
 import redis.asyncio
 
-from mocra_core.dedup import LmdbSeenSet, MemorySeenSet, RedisSeenSet, SeenSet
+from mocra_cluster import ClusterConfig, LocalControlPlane, RaftControlPlane
+from mocra_core.dedup import ClusterSeenSet, LmdbSeenSet, MemorySeenSet, RedisSeenSet, SeenSet
 
 if TYPE_CHECKING:
     import pathlib
@@ -25,8 +27,22 @@ def fp(n: int) -> bytes:
 REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-@pytest.fixture(params=["memory", "lmdb", "redis"])
+@pytest.fixture(params=["memory", "lmdb", "redis", "cluster-local", "cluster-raft"])
 async def seen(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[SeenSet]:
+    if request.param == "cluster-local":
+        async with LocalControlPlane(tmp_path / "plane", sync=False) as local:
+            yield ClusterSeenSet(local, key="job/seen")
+        return
+    if request.param == "cluster-raft":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            addr = f"127.0.0.1:{probe.getsockname()[1]}"
+        config = ClusterConfig.bootstrap("solo", addr, tmp_path / "raft", password="test")
+        async with RaftControlPlane(config) as raft:
+            with anyio.fail_after(10):
+                await raft.wait_ready()
+            yield ClusterSeenSet(raft, key="job/seen")
+        return
     if request.param == "redis":
         namespace = f"mocra-test-{uuid.uuid4().hex}"  # fresh per test, dropped after it
         async with RedisSeenSet(REDIS_URL, namespace=namespace) as redis_store:

@@ -2,7 +2,9 @@
 
 `Coordination` is the seam (KV values with TTL, gates, compare-and-set, counters, lists, fenced locks,
 leadership); `LocalCoordination` serves the tasks of one process, `LmdbCoordination` the processes of one
-host, `RedisCoordination` (the `redis` extra, imported on first use) the workers of many hosts.
+host, `RedisCoordination` (the `redis` extra, imported on first use) the workers of many hosts, and
+`ClusterCoordination` (the `cluster` extra, imported on first use) the nodes of a `mocra_cluster`
+control plane.
 `CoordinationLeaseStore` and `CoordinationRunStateStore` put `mocra_dag`'s run guard and run state on any
 of them. `Ownership` says which node of a cluster does the work of a key: `SingleNodeOwnership` (all of it)
 or `ControlPlaneOwnership` (by the partitions of a `mocra_cluster` control plane).
@@ -21,10 +23,12 @@ from ._ownership import ControlPlaneOwnership, Ownership, SingleNodeOwnership
 from ._protocol import MAX_KEY_BYTES, Coordination, LockInfo
 
 if TYPE_CHECKING:
+    from ._cluster import ClusterCoordination
     from ._redis import RedisCoordination
 
 __all__ = (
     "MAX_KEY_BYTES",
+    "ClusterCoordination",
     "ControlPlaneOwnership",
     "Coordination",
     "CoordinationError",
@@ -39,14 +43,24 @@ __all__ = (
 )
 
 for _name in __all__:
-    _obj = globals().get(_name)  # RedisCoordination comes later, from __getattr__
+    _obj = globals().get(_name)  # RedisCoordination, ClusterCoordination come later, from __getattr__
     if getattr(_obj, "__module__", "").startswith(__name__ + "."):
         _obj.__module__ = __name__
 del _name, _obj
 
 
 def __getattr__(name: str) -> object:
-    """Import `RedisCoordination` on first use, so the package works without the `redis` extra."""
+    """Import `RedisCoordination` / `ClusterCoordination` on first use, so the package works without them."""
+    if name == "ClusterCoordination":
+        try:
+            from ._cluster import ClusterCoordination
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.partition(".")[0] != "mocra_cluster":
+                raise
+            raise MissingExtra("cluster", f"{__name__}.ClusterCoordination") from exc
+        ClusterCoordination.__module__ = __name__
+        globals()[name] = ClusterCoordination
+        return ClusterCoordination
     if name != "RedisCoordination":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
@@ -63,6 +77,9 @@ def __getattr__(name: str) -> object:
 if TYPE_CHECKING:  # mypy --strict proves that the backends fit the protocol
 
     def _fits(
-        local: LocalCoordination, lmdb: LmdbCoordination, redis: RedisCoordination
-    ) -> tuple[Coordination, Coordination, Coordination]:
-        return local, lmdb, redis
+        local: LocalCoordination,
+        lmdb: LmdbCoordination,
+        redis: RedisCoordination,
+        cluster: ClusterCoordination,
+    ) -> tuple[Coordination, Coordination, Coordination, Coordination]:
+        return local, lmdb, redis, cluster
