@@ -39,6 +39,7 @@ from ._fencing import FencedResource
 from ._lmdb_store import LmdbStateStore
 from ._local import LocalControlPlane
 from ._machine import Result, StateMachine
+from ._node_status import NodeStatus, node_status
 from ._partitions import PARTITIONS, assignment, owned_partitions, owner, partition_of
 from ._protocol import ClusterStatus, ControlPlane
 from ._raft import RaftControlPlane
@@ -75,6 +76,7 @@ __all__ = (
     "MemoryStateStore",
     "Message",
     "NoQuorum",
+    "NodeStatus",
     "NotLeader",
     "PARTITIONS",
     "Publish",
@@ -97,6 +99,7 @@ __all__ = (
     "assignment",
     "decode_command",
     "encode_command",
+    "node_status",
     "owned_partitions",
     "owner",
     "partition_of",

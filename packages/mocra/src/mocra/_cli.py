@@ -1,4 +1,4 @@
-"""The `mocra` command line: `run`, `demo`, `version`."""
+"""The `mocra` command line: `run`, `demo`, `dlq`, `cluster`, `version`."""
 
 from __future__ import annotations
 
@@ -57,6 +57,10 @@ def _builder(args: argparse.Namespace) -> object:
         builder.set(f"crawl.job={args.job}")
     if args.job_dir:
         builder.job_dir(args.job_dir)
+    if getattr(args, "cluster", False):
+        from mocra_core.engine import cluster_from_env
+
+        builder.cluster(cluster_from_env())  # MOCRA_NODE_ID, MOCRA_CLUSTER_ADDR, MOCRA_DATA_DIR, …
     return builder
 
 
@@ -103,6 +107,29 @@ def _cmd_dlq(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    import os
+
+    from mocra_core import ConfigError
+    from mocra_core.engine import cluster_status
+
+    password = os.environ.get(args.password_env, "")
+    if not password:
+        raise ConfigError(args.password_env, "is not set (the cluster password)", source="environment")
+    status = cluster_status(args.addr, password=password, timeout=args.timeout)
+    connected = set(status.connected) | {status.addr}
+    voters = ", ".join(v if v in connected else f"{v} (unreachable)" for v in status.voters)
+    sys.stdout.write(
+        f"node     {status.addr} ({status.state})\n"
+        f"leader   {status.leader or '-'}\n"
+        f"term     {status.term}\n"
+        f"applied  {status.applied_index} (commit {status.commit_index})\n"
+        f"members  {len(status.voters)}: {voters}\n"
+        f"quorum   {'yes' if status.has_quorum else 'no'}\n"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the `mocra` command.
 
@@ -137,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--job", metavar="NAME", help="job name: workers with the same name and --queue share a crawl"
     )
     run.add_argument("--spider", action="append", help="run only the spider with this name (repeatable)")
+    run.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run as a cluster node (no Redis): MOCRA_NODE_ID, MOCRA_CLUSTER_ADDR, MOCRA_DATA_DIR, "
+        "MOCRA_SEEDS, MOCRA_CLUSTER_PASSWORD",
+    )
     run.set_defaults(func=_cmd_run)
 
     demo = commands.add_parser("demo", help="crawl the bundled offline demo bookshop")
@@ -156,6 +189,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--topic", action="append", choices=("task", "request", "response"), help="replay only this queue"
     )
     dlq.set_defaults(func=_cmd_dlq)
+
+    cluster = commands.add_parser("cluster", help="ask a node of a `mocra run --cluster` cluster")
+    cluster.add_argument("action", choices=("status",), help="status: leader, term, applied index, members")
+    cluster.add_argument("--addr", required=True, metavar="HOST:PORT", help="the node's MOCRA_CLUSTER_ADDR")
+    cluster.add_argument(
+        "--password-env",
+        default="MOCRA_CLUSTER_PASSWORD",
+        metavar="VAR",
+        help="the environment variable holding the cluster password (default MOCRA_CLUSTER_PASSWORD)",
+    )
+    cluster.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
+    cluster.set_defaults(func=_cmd_cluster)
 
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")
     version.set_defaults(func=_cmd_version)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._builder import Mocra, MocraBuilder
+from ._cluster import cluster_from_env, cluster_status
 from ._codec import EngineCodec
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._jobdir import JobDir
@@ -16,5 +17,7 @@ __all__ = (
     "Mocra",
     "MocraBuilder",
     "Progress",
+    "cluster_from_env",
+    "cluster_status",
     "describe_dead_letter",
 )

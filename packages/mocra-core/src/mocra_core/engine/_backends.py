@@ -4,6 +4,8 @@ One process: memory (or, with `crawl.job_dir`, LMDB files in the job dir). Sever
 the broker named by `queue.url` for the queues, and a shared coordination store (`coordination.url`, or the
 queue's Redis, or the job dir's LMDB on one host) for gates, seed-once flags and — when no native set
 exists — the seen set, and a `DomainGate` on the same store so per-domain politeness holds job-wide.
+A cluster (`Mocra.builder().cluster(…)`, `mocra run --cluster`) replaces all of it but the queue: its
+control plane is the coordination store and the seen set, and there is no job-wide gate.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ._codec import EngineCodec
 from ._frontier import REQUESTS
 
 if TYPE_CHECKING:
+    from mocra_cluster import ControlPlane
+
     from ..config import Settings
     from ..coordination import Coordination
     from ..dedup import SeenSet
@@ -87,13 +91,20 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
     )
 
 
-def check_backends(settings: Settings) -> None:
+def check_backends(settings: Settings, *, cluster: bool = False) -> None:
     """Fail before connecting to anything when the queue and coordination settings cannot work together.
 
     Raises:
-        ConfigError: a shared NATS or Kafka queue without a shared coordination store.
+        ConfigError: a shared NATS or Kafka queue without a shared coordination store, or a cluster
+            without a shared queue.
     """
-    shared_store = settings.coordination.url is not None or settings.crawl.job_dir is not None
+    if cluster and not is_shared(settings):
+        raise ConfigError(
+            "queue.url",
+            f"the nodes of a cluster share a crawl through a broker, got {settings.queue.url!r}: "
+            "set queue.url=nats://… (or redis://…, kafka://…; `mocra run --queue URL`)",
+        )
+    shared_store = cluster or settings.coordination.url is not None or settings.crawl.job_dir is not None
     scheme = _scheme(settings.queue.url)
     if is_shared(settings) and scheme not in ("redis", "rediss") and not shared_store:
         raise ConfigError(
@@ -103,9 +114,15 @@ def check_backends(settings: Settings) -> None:
         )
 
 
-def open_coordination(settings: Settings, job: JobDir | None, name: str) -> Coordination:
-    """The coordination store of a run (see the module docstring for the default)."""
-    check_backends(settings)
+def open_coordination(
+    settings: Settings, job: JobDir | None, name: str, *, plane: ControlPlane | None = None
+) -> Coordination:
+    """The coordination store of a run: the cluster's `plane` if given, else see the module docstring."""
+    check_backends(settings, cluster=plane is not None)
+    if plane is not None:
+        from ..coordination import ClusterCoordination
+
+        return ClusterCoordination(plane, namespace=_namespace(name))
     url = settings.coordination.url
     if url is None:
         if job is not None:
@@ -125,8 +142,19 @@ def open_coordination(settings: Settings, job: JobDir | None, name: str) -> Coor
     raise ConfigError("coordination.url", f"unknown scheme {scheme!r}; expected memory, lmdb or redis")
 
 
-def open_seen(settings: Settings, job: JobDir | None, coordination: Coordination, name: str) -> SeenSet:
-    """The seen set of a run: shared by the workers of a job when the queue is."""
+def open_seen(
+    settings: Settings,
+    job: JobDir | None,
+    coordination: Coordination,
+    name: str,
+    *,
+    plane: ControlPlane | None = None,
+) -> SeenSet:
+    """The seen set of a run: shared by the workers of a job when the queue is (on the cluster's `plane`)."""
+    if plane is not None and is_shared(settings):
+        from ..dedup import ClusterSeenSet
+
+        return ClusterSeenSet(plane, key=f"{_namespace(name)}/seen")
     if is_shared(settings):
         redis_url = settings.coordination.url or settings.queue.url
         if _scheme(redis_url) in ("redis", "rediss"):
@@ -139,15 +167,17 @@ def open_seen(settings: Settings, job: JobDir | None, coordination: Coordination
     return MemorySeenSet()
 
 
-def open_gate(settings: Settings, job: JobDir | None, name: str) -> DomainGate | None:
+def open_gate(
+    settings: Settings, job: JobDir | None, name: str, *, cluster: bool = False
+) -> DomainGate | None:
     """The job-wide politeness gate of a run, on the coordination store's backend; None for one process.
 
     Workers of a shared queue get `RedisDomainGate` when the coordination store is Redis and
     `LmdbDomainGate` (directory `gates` in the job dir, or `<coordination dir>-gates`) when it is LMDB.
     One process needs none (its `DomainLimiter` is the whole job), nor does a `memory://` coordination
-    store, under which each worker keeps its own limits.
+    store, under which each worker keeps its own limits, nor a cluster (each node takes its share).
     """
-    if not is_shared(settings):
+    if cluster or not is_shared(settings):
         return None
     url = settings.coordination.url
     if url is None:

@@ -16,6 +16,8 @@ from ._engine import CrawlResult, Engine, Progress
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from mocra_cluster import ClusterConfig
+
     from ..download import Downloader
     from ..modules import CompiledModule, Module, Spider
     from ..sinks import DataSink
@@ -49,6 +51,7 @@ class MocraBuilder:
         self._overrides: list[str] = []
         self._chain = MiddlewareChain()
         self._downloaders: dict[str, Downloader] = {}
+        self._cluster: ClusterConfig | None = None
 
     def spider(self, spider: Spider[Any], sink: DataSink | None = None) -> MocraBuilder:
         """Add a spider; its items go to `sink` (none: items are counted, not kept).
@@ -94,6 +97,44 @@ class MocraBuilder:
         """Keep the crawl's state in `path` so that the same run resumes after Ctrl-C or a crash."""
         return self.set(f"crawl.job_dir={path!r}".replace("'", '"'))
 
+    def cluster(self, config: ClusterConfig) -> MocraBuilder:
+        """Run as a node of a cluster: its Raft control plane holds the job's shared state (no Redis).
+
+        The run starts the node (`config` from `ClusterConfig.bootstrap`, `.join` or `.from_env`) and
+        waits for a leader; the plane is then the job's coordination store (seed-once, idle detection,
+        gates, stop flags, locks) and seen set, and it closes when the run ends. The nodes still share
+        the crawl through a broker (`queue.url`, e.g. `nats://…`). Needs the `cluster` extra.
+
+        Raises:
+            ConfigError: `config` is not a `ClusterConfig`.
+            MissingExtra: `mocra_cluster` is not installed.
+
+        Example:
+            >>> from mocra_cluster import ClusterConfig
+            >>> node = ClusterConfig.bootstrap("node-1", "127.0.0.1:7100", "/tmp/node-1", password="pw")
+            >>> Mocra.builder().cluster(node).set("queue.url=nats://127.0.0.1:4222").cluster_config.node_id
+            'node-1'
+        """
+        from .._errors import ConfigError, MissingExtra
+
+        try:
+            from mocra_cluster import ClusterConfig
+        except ModuleNotFoundError as exc:
+            raise MissingExtra("cluster", "Mocra.builder().cluster()") from exc
+        if not isinstance(config, ClusterConfig):
+            raise ConfigError(
+                "cluster",
+                f"expected a mocra_cluster.ClusterConfig (ClusterConfig.bootstrap, .join or .from_env), "
+                f"got {type(config).__name__}",
+            )
+        self._cluster = config
+        return self
+
+    @property
+    def cluster_config(self) -> ClusterConfig | None:
+        """The cluster this run joins (see `cluster`), or None for a run without one."""
+        return self._cluster
+
     def downloader(self, downloader: Downloader, *, name: str = "default") -> MocraBuilder:
         """Register a downloader.
 
@@ -136,7 +177,12 @@ class MocraBuilder:
                     f"{module.name}.downloader",
                     f"no downloader named {wanted!r}; register it with .downloader(obj, name={wanted!r})",
                 )
-        return Engine(self._modules, self.build_settings(), self._chain, self._downloaders)
+        settings = self.build_settings()
+        if self._cluster is not None:
+            from ._backends import check_backends
+
+            check_backends(settings, cluster=True)
+        return Engine(self._modules, settings, self._chain, self._downloaders, cluster=self._cluster)
 
     async def run_async(
         self, *, handle_signals: bool = False, progress: Callable[[Progress], Any] | None = None

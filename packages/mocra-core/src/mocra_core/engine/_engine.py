@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import msgspec
 
+from ..coordination import ControlPlaneOwnership
 from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
 from ..http import Request, Response
 from ..modules import Task
@@ -26,6 +27,7 @@ from ._backends import (
     open_queue_for,
     open_seen,
 )
+from ._cluster import open_cluster
 from ._cron_claims import CronClaims
 from ._download import RESPONSES, DownloadStage, Politeness
 from ._frontier import REQUESTS, Frontier
@@ -39,6 +41,8 @@ from ._runbook import RunBook
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+
+    from mocra_cluster import ClusterConfig
 
     from ..config import Settings
     from ..coordination import Coordination, Ownership
@@ -132,8 +136,10 @@ class Engine:
         downloaders: Mapping[str, Downloader],
         *,
         ownership: Ownership | None = None,
+        cluster: ClusterConfig | None = None,
     ) -> None:
         self._ownership = ownership
+        self._cluster = cluster
         self._modules = {module.name: module for module, _ in modules}
         self._sinks = {module.name: sink for module, sink in modules}
         self._settings = settings
@@ -164,7 +170,7 @@ class Engine:
     ) -> CrawlResult:
         """Crawl until nothing is left, the page budget is spent, or `interrupt` / a signal arrives."""
         settings = self._settings
-        check_backends(settings)
+        check_backends(settings, cluster=self._cluster is not None)
         job = JobDir(settings.crawl.job_dir) if settings.crawl.job_dir else None
         async with AsyncExitStack() as stack:
             if job is not None:
@@ -175,12 +181,22 @@ class Engine:
                     logger.info("resuming job in %s", job.path)
             name = job_name(settings, list(self._modules))
             self._shared = is_shared(settings)
+            # a cluster: this node's Raft plane holds the job's state (coordination, seen set, ownership)
+            plane = (
+                None
+                if self._cluster is None
+                else await stack.enter_async_context(open_cluster(self._cluster))
+            )
+            if plane is not None and self._ownership is None:
+                self._ownership = ControlPlaneOwnership(plane)
             queue = await stack.enter_async_context(open_queue_for(settings, job, name))
             self._queue = queue
-            coordination = await stack.enter_async_context(open_coordination(settings, job, name))
+            coordination = await stack.enter_async_context(
+                open_coordination(settings, job, name, plane=plane)
+            )
             self._coordination = coordination
             seen = (
-                await stack.enter_async_context(open_seen(settings, job, coordination, name))
+                await stack.enter_async_context(open_seen(settings, job, coordination, name, plane=plane))
                 if settings.crawl.dedup
                 else None
             )
@@ -201,7 +217,8 @@ class Engine:
             local = DomainLimiter(
                 concurrency=settings.crawl.per_domain_concurrency, delay=settings.crawl.per_domain_delay
             )
-            gate = open_gate(settings, job, name)  # job-wide politeness for the workers of a shared queue
+            # job-wide politeness for the workers of a shared queue (a cluster: each node's share instead)
+            gate = open_gate(settings, job, name, cluster=plane is not None)
             limiter = (
                 share_limits(local, self._ownership)  # a cluster without a gate: this node's share
                 if gate is None
