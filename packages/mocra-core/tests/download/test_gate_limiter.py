@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import uuid
@@ -124,8 +125,11 @@ async def test_cancelling_a_waiting_slot_gives_its_ticket_back(gates: tuple[Doma
 
 
 def test_ttl_must_be_positive(tmp_path: pathlib.Path) -> None:
-    with pytest.raises(ValueError, match="ttl: must be > 0 seconds, got 0"):
-        GatedLimiter(DomainLimiter(), LmdbDomainGate(tmp_path), ttl=0)
+    gate = LmdbDomainGate(tmp_path)
+    for ttl in (0.0, math.inf):
+        with pytest.raises(ValueError, match=f"ttl: must be a finite number of seconds > 0, got {ttl}"):
+            GatedLimiter(DomainLimiter(), gate, ttl=ttl)
+    anyio.run(gate.aclose)
 
 
 @pytest.mark.parametrize(

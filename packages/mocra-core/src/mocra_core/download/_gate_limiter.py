@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import random as _random
 from typing import TYPE_CHECKING
 
@@ -88,7 +89,7 @@ class GatedLimiter:
         random: Returns a float in [0, 1), for the jitter.
 
     Raises:
-        ValueError: `ttl` is not a positive number of seconds.
+        ValueError: `ttl` is not a finite positive number of seconds.
 
     Example:
         >>> import anyio, tempfile
@@ -113,8 +114,8 @@ class GatedLimiter:
         ttl: float,
         random: Callable[[], float] = _random.random,
     ) -> None:
-        if not ttl > 0:
-            raise ValueError(f"ttl: must be > 0 seconds, got {ttl!r}")
+        if not (ttl > 0 and math.isfinite(ttl)):
+            raise ValueError(f"ttl: must be a finite number of seconds > 0, got {ttl!r}")
         self.local = local
         self.gate = gate
         self.ttl = ttl
