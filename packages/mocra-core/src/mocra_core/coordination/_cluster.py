@@ -152,10 +152,16 @@ class ClusterCoordination:
     async def incr(self, key: str, delta: int = 1) -> int:
         """Add `delta` to the counter `key` (missing = 0) and return the new value (one command).
 
-        A `delta` beyond 64 bits takes a read and a compare-and-set, repeated while others write.
+        `incr(key, 0)` is a local read (no command); a `delta` beyond 64 bits takes a read and a
+        compare-and-set, repeated while others write.
         """
         full = self._key(key)
         with self._calling(key):
+            if delta == 0:
+                current = await self._plane.get(full)
+                if current is None and await self._holds_list(full):
+                    raise CoordinationError(key, _HOLDS_LIST)
+                return parse_counter(key, current, 0)
             if _INT64_MIN <= delta <= _INT64_MAX:
                 return await self._plane.incr(full, delta)
             while True:

@@ -1,0 +1,235 @@
+"""`mocra run --cluster`: nodes share a crawl through NATS with a Raft control plane instead of Redis;
+`mocra cluster status`; the builder's and the CLI's argument errors."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import anyio
+import msgspec
+import pytest
+
+from mocra import ConfigError, Mocra
+from mocra._cli import main
+from mocra_cluster import ClusterConfig, RaftControlPlane
+from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
+
+PAGES = 300
+SPIDER = """
+from mocra import Spider
+
+
+class Tree(Spider[dict]):
+    name = "tree"
+    start_urls = ["BASE/p/0"]
+
+    async def parse(self, response, ctx):
+        ctx.emit({"id": int(response.url.rsplit("/", 1)[1])})
+        for href in response.links():
+            ctx.follow(href)
+"""
+
+
+async def tree_page(request: ServerRequest) -> ServerResponse:
+    n = int(request.path.rsplit("/", 1)[1])
+    if n >= PAGES:
+        return ServerResponse(404, "no")
+    await anyio.sleep(0.01)
+    links = "".join(f'<a href="/p/{k}">{k}</a>' for k in (2 * n + 1, 2 * n + 2, n // 2) if k < PAGES)
+    return ServerResponse(body=f"<html><body>{links}</body></html>")
+
+
+def free_addr() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def items(path: pathlib.Path) -> list[int]:
+    if not path.exists():
+        return []
+    return [msgspec.json.decode(line)["id"] for line in path.read_bytes().splitlines() if line.endswith(b"}")]
+
+
+async def _delete_nats_streams(prefix: str) -> None:
+    import nats
+
+    connection = await nats.connect("nats://127.0.0.1:4222")
+    try:
+        jetstream = connection.jetstream()
+        for info in await jetstream.streams_info():
+            if info.config.name and info.config.name.startswith(prefix):
+                await jetstream.delete_stream(info.config.name)
+    finally:
+        await connection.close()
+
+
+# ---------------------------------------------------------------------- argument errors
+
+
+def test_the_builder_refuses_what_is_not_a_cluster_config() -> None:
+    with pytest.raises(ConfigError, match="expected a mocra_cluster.ClusterConfig.*got str"):
+        Mocra.builder().cluster("127.0.0.1:7100")  # type: ignore[arg-type]
+
+
+def test_a_cluster_needs_a_shared_queue(tmp_path: pathlib.Path) -> None:
+    from mocra import Spider
+
+    class One(Spider[dict[str, int]]):
+        name = "one"
+        start_urls = ("http://127.0.0.1:9/",)
+
+        async def parse(self, response: object, ctx: object) -> None:
+            return None
+
+    node = ClusterConfig.bootstrap("n1", free_addr(), tmp_path, password="pw")
+    with pytest.raises(ConfigError, match="queue.url: the nodes of a cluster share a crawl through a broker"):
+        Mocra.builder().spider(One()).cluster(node).build()
+
+
+def test_run_cluster_names_the_missing_variable(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spider = tmp_path / "tree.py"
+    spider.write_text(SPIDER.replace("BASE", "http://127.0.0.1:9"))
+    for name in (
+        "MOCRA_NODE_ID",
+        "MOCRA_CLUSTER_ADDR",
+        "MOCRA_DATA_DIR",
+        "MOCRA_SEEDS",
+        "MOCRA_CLUSTER_PASSWORD",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MOCRA_NODE_ID", "n1")
+    monkeypatch.setenv("MOCRA_CLUSTER_ADDR", "127.0.0.1")  # no port
+    assert main(["run", str(spider), "--queue", "nats://127.0.0.1:4222", "--cluster"]) == 2
+    assert "environment: MOCRA_CLUSTER_ADDR: expected host:port" in capsys.readouterr().err
+    monkeypatch.setenv("MOCRA_CLUSTER_ADDR", "127.0.0.1:7100")
+    assert main(["run", str(spider), "--queue", "nats://127.0.0.1:4222", "--cluster"]) == 2
+    assert "environment: MOCRA_DATA_DIR: is not set" in capsys.readouterr().err
+
+
+def test_cluster_status_needs_the_password(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MY_PASSWORD", raising=False)
+    assert main(["cluster", "status", "--addr", "127.0.0.1:7100", "--password-env", "MY_PASSWORD"]) == 2
+    assert "environment: MY_PASSWORD: is not set" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- mocra cluster status
+
+
+@pytest.mark.anyio
+async def test_cluster_status_asks_a_running_node(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    addr = free_addr()
+    monkeypatch.setenv("MOCRA_CLUSTER_PASSWORD", "s3cret")
+    async with RaftControlPlane(ClusterConfig.bootstrap("n1", addr, tmp_path, password="s3cret")) as plane:
+        with anyio.fail_after(10):
+            await plane.wait_ready()
+        await plane.set("k", b"v")
+        code = await anyio.to_thread.run_sync(main, ["cluster", "status", "--addr", addr])
+        out = capsys.readouterr().out
+        monkeypatch.setenv("MOCRA_CLUSTER_PASSWORD", "wrong")
+        refused = await anyio.to_thread.run_sync(
+            main, ["cluster", "status", "--addr", addr, "--timeout", "1"]
+        )
+    assert code == 0, out
+    assert f"node     {addr} (leader)" in out and f"leader   {addr}" in out
+    assert "term     1" in out and f"members  1: {addr}" in out and "quorum   yes" in out
+    assert int(out.split("applied  ")[1].split()[0]) >= 2  # the node's join and the set
+    assert refused == 2
+    assert "cluster backend at" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- three nodes, one killed
+
+
+@pytest.fixture
+def site() -> Iterator[LocalServer]:
+    server = LocalServer(fallback=tree_page)
+    with server.run_in_thread():
+        yield server
+
+
+def start_node(
+    tmp_path: pathlib.Path, site: LocalServer, job: str, node: str, addr: str, seeds: str
+) -> subprocess.Popen[bytes]:
+    spider = tmp_path / "tree.py"
+    spider.write_text(SPIDER.replace("BASE", site.base_url))
+    env = {
+        **os.environ,
+        "MOCRA_NODE_ID": node,
+        "MOCRA_CLUSTER_ADDR": addr,
+        "MOCRA_DATA_DIR": str(tmp_path / node),
+        "MOCRA_CLUSTER_PASSWORD": "test-password",
+        "MOCRA_SEEDS": seeds,
+    }
+    settings = [
+        "queue.visibility_timeout=3",
+        "crawl.concurrency=8",
+        "crawl.parse_workers=4",
+        "crawl.obey_robots=false",
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "mocra", "run", str(spider), "-o", str(tmp_path / f"{node}.jsonl"),
+         "--queue", "nats://127.0.0.1:4222", "--job", job, "--cluster", *(f"-s{s}" for s in settings)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def wait_for_port(addr: str, process: subprocess.Popen[bytes], deadline: float) -> None:
+    host, _, port = addr.rpartition(":")
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=0.5).close()
+            return
+        except OSError:
+            assert process.poll() is None, process.communicate()[0].decode()
+            assert time.monotonic() < deadline, f"{addr} did not start"
+            time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_three_nodes_crawl_over_nats_and_survive_a_sigkill(tmp_path: pathlib.Path, site: LocalServer) -> None:
+    job = f"c{uuid.uuid4().hex[:12]}"
+    addrs = [free_addr() for _ in range(3)]
+    started = time.monotonic()
+    try:
+        # three initial voters (MOCRA_SEEDS lists them all; each contains the node's own address). Joining a
+        # single-node cluster through a seed waits for a commit the new voter must ack before it runs.
+        seeds = ",".join(addrs)
+        first, *others = [start_node(tmp_path, site, job, f"n{i}", addrs[i], seeds) for i in range(3)]
+        deadline = time.monotonic() + 40
+        while len(items(tmp_path / "n0.jsonl")) < 30 or not all(
+            items(tmp_path / f"n{i}.jsonl") for i in (1, 2)
+        ):
+            for node in (first, *others):
+                assert node.poll() is None, node.communicate()[0].decode()
+            assert time.monotonic() < deadline, "the nodes made no progress"
+            time.sleep(0.02)
+        os.kill(first.pid, signal.SIGKILL)  # the bootstrap node, most likely the Raft leader
+        first.communicate()
+        outputs = [node.communicate(timeout=60)[0].decode() for node in others]
+        elapsed = time.monotonic() - started
+    finally:
+        anyio.run(_delete_nats_streams, f"mocra-{job}")
+    for node, out in zip(others, outputs, strict=True):
+        assert node.returncode == 0, out
+    found = [items(tmp_path / f"n{i}.jsonl") for i in range(3)]
+    assert set().union(*found) == set(range(PAGES))  # nothing lost
+    assert all(found[1:]), "a joining node did not share the crawl"
+    assert site.hits["/p/0"] == 1  # seeded once, through the control plane
+    hits = Counter({p: h for p, h in site.hits.items() if p.startswith("/p/")})
+    print(f"3 nodes: {PAGES} pages in {elapsed:.1f} s; refetched {sum(h > 1 for h in hits.values())} pages")
