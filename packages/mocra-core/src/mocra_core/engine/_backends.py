@@ -175,9 +175,10 @@ def open_gate(
     Workers of a shared queue get `RedisDomainGate` when the coordination store is Redis and
     `LmdbDomainGate` (directory `gates` in the job dir, or `<coordination dir>-gates`) when it is LMDB.
     One process needs none (its `DomainLimiter` is the whole job), nor does a `memory://` coordination
-    store, under which each worker keeps its own limits, nor a cluster (each node takes its share).
+    store, under which each worker keeps its own limits, nor a cluster without `coordination.url` (each
+    node takes its share of the limits; with `coordination.url` set, that store's gate holds them exactly).
     """
-    if cluster or not is_shared(settings):
+    if not is_shared(settings) or (cluster and settings.coordination.url is None):
         return None
     url = settings.coordination.url
     if url is None:
