@@ -149,6 +149,24 @@ async def test_the_slot_of_a_holder_that_never_leaves_comes_back_after_its_ttl(
     assert isinstance(await alive.enter("example.com", limit=1, gap=0.0, ttl=30.0), Ticket)
 
 
+async def test_a_renewed_ticket_outlives_its_first_ttl(workers: tuple[DomainGate, DomainGate]) -> None:
+    holder, other = workers
+    ticket = await holder.enter("example.com", limit=1, gap=0.0, ttl=0.3)
+    assert isinstance(ticket, Ticket)
+    for _ in range(3):
+        await anyio.sleep(0.15)
+        assert await holder.renew(ticket, ttl=0.3)
+    full = await other.enter("example.com", limit=1, gap=0.0, ttl=30.0)  # 0.45 s in: still held
+    assert isinstance(full, float) and 0.1 < full <= 0.3
+    await holder.leave(ticket)
+    assert not await holder.renew(ticket, ttl=0.3)  # left: not taken again
+    late = await other.enter("example.com", limit=1, gap=0.0, ttl=0.1)
+    assert isinstance(late, Ticket)
+    await anyio.sleep(0.15)
+    assert not await other.renew(late, ttl=30.0)  # expired: not taken again
+    assert isinstance(await holder.enter("example.com", limit=1, gap=0.0, ttl=30.0), Ticket)
+
+
 @pytest.mark.parametrize(
     ("domain", "limit", "gap", "ttl", "message"),
     [
@@ -179,6 +197,8 @@ async def test_a_closed_gate_says_so(open_gate: Callable[[], DomainGate]) -> Non
         await gate.enter("example.com", limit=1, gap=0.0, ttl=1.0)
     with pytest.raises((BackendError, CoordinationError), match="closed"):
         await gate.leave(ticket)
+    with pytest.raises((BackendError, CoordinationError), match="closed"):
+        await gate.renew(ticket, ttl=1.0)
 
 
 async def test_redis_keys_live_only_while_they_matter(redis_namespace: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from mocra_core.config import Settings
 from mocra_core.download import DomainLimiter, GatedLimiter, LmdbDomainGate, RedisDomainGate, Ticket
-from mocra_core.engine._backends import gate_ttl, open_gate
+from mocra_core.engine._backends import open_gate
 from mocra_core.engine._jobdir import JobDir
 
 if TYPE_CHECKING:
@@ -124,6 +124,16 @@ async def test_cancelling_a_waiting_slot_gives_its_ticket_back(gates: tuple[Doma
     assert second.state("example.com").active == 0
 
 
+async def test_a_slot_held_past_the_ttl_keeps_its_ticket(gates: tuple[DomainGate, DomainGate]) -> None:
+    first, _ = gates
+    limiter = GatedLimiter(DomainLimiter(concurrency=1), first, ttl=0.3)
+    async with limiter.slot("example.com"):
+        await anyio.sleep(0.7)  # renewed every 0.1 s
+        got = await gates[1].enter("example.com", limit=1, gap=0.0, ttl=30.0)
+        assert isinstance(got, float) and got <= 0.3
+    assert isinstance(await gates[1].enter("example.com", limit=1, gap=0.0, ttl=30.0), Ticket)
+
+
 def test_ttl_must_be_positive(tmp_path: pathlib.Path) -> None:
     gate = LmdbDomainGate(tmp_path)
     for ttl in (0.0, math.inf):
@@ -161,4 +171,3 @@ async def test_the_engine_picks_the_gate_of_its_coordination_store(
         assert gate.path == str(tmp_path / ("job/gates" if job_dir else "coordination-gates"))
     if gate is not None:
         await gate.aclose()
-    assert gate_ttl(settings) == settings.download.total_timeout + 10

@@ -42,7 +42,8 @@ class DomainGate(Protocol):
           caller sleeps before its request (no spinning) and two reserved starts are at least the gap of
           the earlier one apart. A ticket counts as held from `enter` on, through its wait.
         * A ticket expires `ttl` seconds after its reserved start and then no longer counts, so the
-          slots of a worker killed with SIGKILL come back; `ttl` must cover the longest request.
+          slots of a worker killed with SIGKILL come back; `renew(ticket, ttl=)` moves its expiry to
+          `ttl` seconds from now, so a holder renews while its request runs.
         * `leave(ticket)` frees the slot at once; leaving an expired or already left ticket does
           nothing. A reservation of `next` is kept even if its ticket leaves early (it errs polite).
         * Time is the gate's own: the Redis server's clock, or the host's for LMDB. Each call is one
@@ -62,6 +63,10 @@ class DomainGate(Protocol):
 
     async def leave(self, ticket: Ticket) -> None:
         """Give the slot of `ticket` back."""
+        ...
+
+    async def renew(self, ticket: Ticket, *, ttl: float) -> bool:
+        """Make `ticket` expire `ttl` seconds from now; False if it had expired or left (nothing is taken)."""
         ...
 
     async def aclose(self) -> None:

@@ -17,10 +17,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
 
+    from anyio.abc import TaskGroup
+
     from ._gate import DomainGate
     from ._limiter import DomainLimiter, DomainState
 
-__all__ = ("POLL_MAX", "POLL_MIN", "GatedLimiter")
+__all__ = ("POLL_MAX", "POLL_MIN", "TICKET_TTL", "GatedLimiter")
 
 logger = logging.getLogger(__name__)
 
@@ -28,35 +30,51 @@ POLL_MIN = 0.005
 """Seconds before a request asks a full gate again the first time; each further time doubles it."""
 POLL_MAX = 0.05
 """Cap on that wait (seconds); a slot freed in this process wakes its waiters at once."""
+TICKET_TTL = 10.0
+"""Seconds a job-wide ticket lives unless renewed; a slot renews it every third of that while it is held,
+so the slots of a worker killed with SIGKILL come back within this time."""
 _LEAVE_TIMEOUT = 5.0
 
 
 class _GatedSlot:
-    __slots__ = ("_key", "_limiter", "_local", "_ticket")
+    __slots__ = ("_key", "_limiter", "_local", "_renewer", "_ticket")
 
     def __init__(self, limiter: GatedLimiter, key: str) -> None:
         self._limiter = limiter
         self._key = key
         self._local = limiter.local.slot(key)
         self._ticket: Ticket | None = None
+        self._renewer: TaskGroup | None = None
 
     async def __aenter__(self) -> None:
         await self._local.__aenter__()
         try:
             self._ticket = await self._limiter._admit(self._key)
+            self._renewer = anyio.create_task_group()
+            await self._renewer.__aenter__()
         except BaseException:
+            if self._ticket is not None:
+                await self._limiter._leave(self._ticket)
+                self._ticket = None
             await self._local.__aexit__(None, None, None)
             raise
+        self._renewer.start_soon(self._limiter._renew, self._ticket)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        renewer, self._renewer = self._renewer, None
         ticket, self._ticket = self._ticket, None
         try:
-            if ticket is not None:
-                await self._limiter._leave(ticket)
+            if renewer is not None:
+                renewer.cancel_scope.cancel()
+                await renewer.__aexit__(None, None, None)
         finally:
-            await self._local.__aexit__(exc_type, exc, tb)
+            try:
+                if ticket is not None:
+                    await self._limiter._leave(ticket)
+            finally:
+                await self._local.__aexit__(exc_type, exc, tb)
 
 
 class GatedLimiter:
@@ -78,14 +96,15 @@ class GatedLimiter:
     `POLL_MAX` (never later than the earliest holder's expiry), and at once when a request of this
     process leaves the domain. Waiting is not fair across workers: a worker whose requests keep the
     domain busy re-enters as soon as it leaves, while the others poll. A ticket expires `ttl` seconds
-    after its start (so a killed worker's slots come back): `ttl` must cover the longest request.
-    Giving a ticket back runs shielded from cancellation (bounded to 5 s); if the gate fails then,
-    the failure is logged and the ticket expires on its own.
+    after its start unless renewed, and a held slot renews it every `ttl / 3` seconds from a task of
+    its own, so requests may run for any time and a killed worker's slots come back within `ttl`.
+    Giving a ticket back runs shielded from cancellation (bounded to 5 s); if the gate fails then (or
+    when renewing), the failure is logged and the ticket expires on its own.
 
     Args:
         local: The per-process limiter (its `concurrency` and `delay` are the job-wide limits).
         gate: The job's gate.
-        ttl: Seconds a ticket lives after its start.
+        ttl: Seconds a ticket lives after its start or its last renewal.
         random: Returns a float in [0, 1), for the jitter.
 
     Raises:
@@ -96,7 +115,7 @@ class GatedLimiter:
         >>> from mocra_core.download import DomainLimiter, LmdbDomainGate
         >>> async def main(path: str) -> int:
         ...     async with LmdbDomainGate(path) as gate:
-        ...         limiter = GatedLimiter(DomainLimiter(concurrency=2), gate, ttl=60.0)
+        ...         limiter = GatedLimiter(DomainLimiter(concurrency=2), gate)
         ...         async with limiter.slot("https://example.com/a"):
         ...             return limiter.state("example.com").active
         >>> with tempfile.TemporaryDirectory() as tmp:
@@ -111,7 +130,7 @@ class GatedLimiter:
         local: DomainLimiter,
         gate: DomainGate,
         *,
-        ttl: float,
+        ttl: float = TICKET_TTL,
         random: Callable[[], float] = _random.random,
     ) -> None:
         if not (ttl > 0 and math.isfinite(ttl)):
@@ -169,6 +188,17 @@ class GatedLimiter:
                 await self._leave(got)
                 raise
         return got
+
+    async def _renew(self, ticket: Ticket) -> None:
+        """Renew `ticket` every third of the ttl until cancelled (when the slot is left)."""
+        while True:
+            await anyio.sleep(self.ttl / 3)
+            try:
+                if not await self.gate.renew(ticket, ttl=self.ttl):
+                    logger.warning("a slot of %s expired while its request ran", ticket.domain)
+                    return
+            except MocraError as exc:
+                logger.warning("could not renew a slot of %s (it expires on its own): %s", ticket.domain, exc)
 
     async def _leave(self, ticket: Ticket) -> None:
         with anyio.move_on_after(_LEAVE_TIMEOUT, shield=True) as scope:

@@ -134,6 +134,26 @@ class LmdbDomainGate:
 
         env.write(change)
 
+    async def renew(self, ticket: Ticket, *, ttl: float) -> bool:
+        """Make `ticket` expire `ttl` seconds from now; False if it expired or left.
+
+        Raises:
+            ValueError: `ttl` is not a finite positive number of seconds.
+            CoordinationError: LMDB failed, or the gate is closed.
+        """
+        key = check_enter(ticket.domain, 1, 0.0, ttl) + b"\0" + ticket.holder.encode()
+        env = self._shared()
+
+        def change(txn: lmdb.Transaction[bytes]) -> bool:
+            now = self._clock()
+            found = txn.get(key, db=env.elements)
+            if found is None or _TIME.unpack(found)[0] <= now:
+                return False
+            txn.put(key, _TIME.pack(now + ttl), db=env.elements)
+            return True
+
+        return env.write(change)
+
     async def aclose(self) -> None:
         """Flush to disk and close (the environment closes with its last user); again does nothing."""
         shared, self._env = self._env, None

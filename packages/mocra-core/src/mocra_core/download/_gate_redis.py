@@ -46,6 +46,18 @@ if gap > 0 then
 end
 return {1, start - now}
 """
+# KEYS[1]: the domain's holders; ARGV: holder, ttl (µs). 1 if renewed, 0 if it expired or left.
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expiry or tonumber(expiry) <= now then return 0 end
+expiry = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], string.format('%.0f', expiry), ARGV[1])
+local keep = math.ceil((expiry - now) / 1000) + 1000
+if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return 1
+"""
 _US = 1_000_000
 
 
@@ -56,9 +68,9 @@ class RedisDomainGate:
     next start the string `{namespace}:gate-next:{domain}`, both in integer microseconds of the Redis
     server's clock (`TIME`, read inside the script), so the workers' clocks do not matter. `enter` is
     one Lua script: drop expired holders, count, then add the holder and move the next start in the
-    same atomic step; `leave` is one `ZREM`. Both keys carry a Redis expiry a second past the last
-    moment they matter, so idle domains leave nothing behind. Target a single Redis (or a primary with
-    replicas); Redis Cluster is not supported.
+    same atomic step; `leave` is one `ZREM`; `renew` is one more script. Both keys carry a Redis expiry a
+    second past the last moment they matter, so idle domains leave nothing behind. Target a single Redis
+    (or a primary with replicas); Redis Cluster is not supported.
 
     Failures: nothing is retried. A call that cannot reach Redis raises `mocra_core.BackendUnavailable`,
     another Redis failure `mocra_core.BackendError` (so does a call after `aclose`); an `enter` whose
@@ -85,7 +97,7 @@ class RedisDomainGate:
         (True, True)
     """
 
-    __slots__ = ("_closed", "_counter", "_enter", "_id", "_prefix", "_redis", "_url", "namespace")
+    __slots__ = ("_closed", "_counter", "_enter", "_id", "_prefix", "_redis", "_renew", "_url", "namespace")
 
     def __init__(self, url: str, *, namespace: str = "mocra") -> None:
         if not namespace:
@@ -95,6 +107,7 @@ class RedisDomainGate:
         self._prefix = namespace.encode()
         self._redis = connect_redis(url)
         self._enter = self._redis.register_script(_ENTER)
+        self._renew = self._redis.register_script(_RENEW)
         self._id = uuid.uuid4().hex[:16]
         self._counter = itertools.count(1)
         self._closed = False
@@ -140,6 +153,21 @@ class RedisDomainGate:
             await self._open().zrem(self._holders_key(ticket.domain.encode()), ticket.holder)
         except RedisError as exc:
             raise redis_failure(self._url, exc) from exc
+
+    async def renew(self, ticket: Ticket, *, ttl: float) -> bool:
+        """Make `ticket` expire `ttl` seconds from now (server time); False if it expired or left.
+
+        Raises:
+            ValueError: `ttl` is not a finite positive number of seconds.
+            BackendError: Redis failed, cannot be reached, or the gate is closed.
+        """
+        raw = check_enter(ticket.domain, 1, 0.0, ttl)
+        self._open()
+        try:
+            renewed = await self._renew([self._holders_key(raw)], [ticket.holder, math.ceil(ttl * _US)])
+        except RedisError as exc:
+            raise redis_failure(self._url, exc) from exc
+        return bool(renewed)
 
     async def aclose(self) -> None:
         """Close the connections; calling it again does nothing."""

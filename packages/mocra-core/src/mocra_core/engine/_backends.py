@@ -32,9 +32,7 @@ if TYPE_CHECKING:
     from ._jobdir import JobDir
 
 __all__ = (
-    "GATE_GRACE",
     "check_backends",
-    "gate_ttl",
     "is_shared",
     "job_name",
     "open_coordination",
@@ -42,9 +40,6 @@ __all__ = (
     "open_queue_for",
     "open_seen",
 )
-
-GATE_GRACE = 10.0
-"""Seconds a job-wide politeness ticket outlives `download.total_timeout` (see `gate_ttl`)."""
 
 
 def _namespace(job: str) -> str:
@@ -193,8 +188,3 @@ def open_gate(
 
         return RedisDomainGate(url, namespace=_namespace(name))
     return None
-
-
-def gate_ttl(settings: Settings) -> float:
-    """Seconds a job-wide ticket lives after its start: the longest a download may take, plus a grace."""
-    return settings.download.total_timeout + GATE_GRACE

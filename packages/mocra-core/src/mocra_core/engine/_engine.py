@@ -19,7 +19,6 @@ from ..observe import Stats, StatsSnapshot
 from ..schedule import CronRunner, CronSchedule
 from ._backends import (
     check_backends,
-    gate_ttl,
     is_shared,
     job_name,
     open_coordination,
@@ -222,7 +221,7 @@ class Engine:
             limiter = (
                 share_limits(local, self._ownership)  # a cluster without a gate: this node's share
                 if gate is None
-                else GatedLimiter(local, await stack.enter_async_context(gate), ttl=gate_ttl(settings))
+                else GatedLimiter(local, await stack.enter_async_context(gate))
             )
             stages = _Stages(
                 generate=GenerateStage(queue, router, writers, self._stats),
