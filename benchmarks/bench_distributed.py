@@ -132,6 +132,12 @@ def merge(records: list[dict[str, Any]], *, problem: str | None) -> dict[str, An
         out["first_to_last_response_s"] = crawl
         out["pages_per_s_crawl"] = pages / crawl if crawl > 0 else None
         out.setdefault("pages_per_s", out["pages_per_s_crawl"])  # scrapy-redis: its workers idle at the end
+    listing = sorted(t for r in records for t in r.pop("t_listing", []))
+    if len(listing) > 1:
+        hops = [b - a for a, b in zip(listing, listing[1:], strict=False)]
+        out["listing_pages"] = len(listing)
+        out["listing_chain_s"] = listing[-1] - listing[0]
+        out["listing_hop_ms_median"] = 1000 * statistics.median(hops)
     return out
 
 
@@ -261,9 +267,16 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_ms_page": median([1000 * r["cpu_s"] / p for r, p in zip(ok, pages, strict=True) if p]),
         "pages": median(pages),
         "duplicates": median([r["check"]["duplicates"] for r in ok]),
+        "chain": app_median(ok, "listing_chain_s"),
+        "hop": app_median(ok, "listing_hop_ms_median"),
         "steal": median([r.get("steal_pct") or 0 for r in ok]),
         "busy": median([r.get("machine_busy_pct") or 0 for r in ok]),
     }
+
+
+def app_median(records: list[dict[str, Any]], key: str) -> float | None:
+    """The median of one figure of the runs' merged records, over the runs that have it."""
+    return median([r["app"][key] for r in records if r["app"].get(key) is not None])
 
 
 def fmt(value: float | None, decimals: int = 0, suffix: str = "") -> str:
@@ -276,8 +289,9 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
     memory = rows.get("memory", {}).get("pps")
     lines = [
         "| run | workers | good runs | pages/s (run span) | pages/s (first→last response) | per worker / "
-        "in-memory | CPU ms/page | responses | duplicate items | machine busy % | failures |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "in-memory | CPU ms/page | listing chain s (median hop ms) | responses | duplicate items | "
+        "machine busy % | failures |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = ["memory", *(f"{b}_{n}w" for b in BACKENDS for n in (1, 2)), "scrapy_redis_2w"]
     for name in [*order, *sorted(set(rows) - set(order))]:
@@ -288,7 +302,8 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
         lines.append(
             f"| {name} | {r['procs']} | {r['ok']}/{r['runs']} | "
             f"{fmt(r['pps_run'])} | {fmt(r['pps_crawl'])} | "
-            f"{fmt(per_worker, 2, '×')} | {fmt(r['cpu_ms_page'], 2)} | {fmt(r['pages'])} | "
+            f"{fmt(per_worker, 2, '×')} | {fmt(r['cpu_ms_page'], 2)} | "
+            f"{fmt(r['chain'], 1)} ({fmt(r['hop'], 0)}) | {fmt(r['pages'])} | "
             f"{fmt(r['duplicates'])} | {fmt(r['busy'])} | {'; '.join(r['failures']) or '–'} |"
         )
     lines += [

@@ -20,7 +20,8 @@ JSON `measure.py` merges into its run record: `pages` (responses), `items`, `ela
 run time, engine start → sinks closed: like Scrapy's start_time → finish_time it excludes interpreter start
 and imports and includes ramp-up and drain), `pages_per_s`, and the 10th→90th percentile response rate;
 for merging the records of several workers, `t_start`/`t_end` (that run time) and `t_first_response`/
-`t_last_response` on the machine-wide `time.monotonic()` clock.
+`t_last_response` on the machine-wide `time.monotonic()` clock, and `t_listing`, the times of the listing
+pages (1,000 pages each found on the one before: the crawl's critical path).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class BenchSpider(Spider[Item]):
     def __init__(self, base: str) -> None:
         self.base = base.rstrip("/")
         self.times: list[float] = []  # monotonic time of every callback (one per response)
+        self.listing_times: list[float] = []  # ... of the listing pages: the crawl's serial chain
 
     async def start(self, seeds: Seeds) -> None:
         """Seed the first listing page."""
@@ -53,6 +55,7 @@ class BenchSpider(Spider[Item]):
     async def parse(self, response: Response, ctx: Ctx[Item]) -> None:
         """A listing page: follow its items and the next page."""
         self.times.append(time.monotonic())
+        self.listing_times.append(self.times[-1])
         for url in response.links("a.item"):
             ctx.follow(url, callback=self.parse_item)
         for url in response.links("a.next"):
@@ -128,11 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     t = spider.times
     if t:
         app["t_first_response"], app["t_last_response"] = t[0], t[-1]
+        app["t_listing"] = spider.listing_times
     if len(t) >= 20:
         lo, hi = int(len(t) * 0.10), int(len(t) * 0.90)
         app["pages_per_s_p10_p90"] = (hi - lo) / (t[hi] - t[lo])
         app["first_to_last_response_s"] = t[-1] - t[0]
-    print(json.dumps({k: v for k, v in app.items() if k != "mocra_stats"}), file=sys.stderr)
+    brief = {k: v for k, v in app.items() if k not in ("mocra_stats", "t_listing")}
+    print(json.dumps(brief), file=sys.stderr)
     print(json.dumps(app["mocra_stats"]), file=sys.stderr)
     if args.stats:
         with open(args.stats, "w") as f:

@@ -21,7 +21,8 @@ So the run time includes that idle tail; compare the crawling span (first → la
 the stats file gives on the machine-wide `time.monotonic()` clock (`t_first_response`, `t_last_response`).
 
 The stats file (`-a stats_out=F` or `$BENCH_APP_STATS`) has `pages`, `items`, `elapsed_s`
-(spider open → close), `pages_per_s`, `t_first_response`, `t_last_response`.
+(spider open → close), `pages_per_s`, `t_first_response`, `t_last_response`, `t_listing` (the times of
+the listing pages).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class BenchSpider(RedisSpider):  # type: ignore[misc]
         self.base = base.rstrip("/")
         self.stats_out = stats_out or os.environ.get("BENCH_APP_STATS")
         self._t: list[float] = []  # monotonic time of every callback (one per response)
+        self._listing: list[float] = []  # ... of the listing pages: the crawl's serial chain
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> BenchSpider:
@@ -82,6 +84,7 @@ class BenchSpider(RedisSpider):  # type: ignore[misc]
     def parse(self, response: Response) -> Iterator[scrapy.Request]:
         """A listing page: follow its items and the next page."""
         self._t.append(time.monotonic())
+        self._listing.append(self._t[-1])
         for href in response.css("a.item::attr(href)").getall():
             yield response.follow(href, callback=self.parse_item)
         nxt = response.css("a.next::attr(href)").get()
@@ -119,5 +122,6 @@ class BenchSpider(RedisSpider):  # type: ignore[misc]
         }
         if self._t:
             res["t_first_response"], res["t_last_response"] = self._t[0], self._t[-1]
+            res["t_listing"] = self._listing
         with open(self.stats_out, "w") as f:
             json.dump(res, f, indent=1, sort_keys=True)
