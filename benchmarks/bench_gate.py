@@ -88,7 +88,7 @@ async def crawl(base_url: str, *, gated: bool) -> CrawlResult:
     job = f"bench-gate-{uuid.uuid4().hex[:12]}"
     original = engine_module.open_gate
     if not gated:
-        engine_module.open_gate = lambda *args: None  # type: ignore[assignment]
+        engine_module.open_gate = lambda *args, **kwargs: None  # type: ignore[assignment]
     try:
         builder = (
             Mocra.builder()
@@ -122,8 +122,8 @@ async def slot_cost(make: str, slots: int) -> float:
             if make == "RedisDomainGate"
             else LmdbDomainGate(tmp)
         )
-        async with gate:
-            return await _cycle(GatedLimiter(local, gate, ttl=60.0), slots)
+        async with gate, GatedLimiter(local, gate) as gated:
+            return await _cycle(gated, slots)
 
 
 async def _cycle(limiter: DomainLimiter | GatedLimiter, slots: int) -> float:

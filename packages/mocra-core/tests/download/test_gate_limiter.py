@@ -6,6 +6,7 @@ import math
 import os
 import time
 import uuid
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -59,12 +60,19 @@ async def gates(
             yield first, second
 
 
-def two_workers(gates: tuple[DomainGate, DomainGate], **limits: float) -> list[GatedLimiter]:
-    return [GatedLimiter(DomainLimiter(**limits), gate, ttl=30.0) for gate in gates]  # type: ignore[arg-type]
+@asynccontextmanager
+async def two_workers(
+    gates: tuple[DomainGate, DomainGate], **limits: float
+) -> AsyncIterator[list[GatedLimiter]]:
+    """The limiters of two workers of one job."""
+    async with (
+        GatedLimiter(DomainLimiter(**limits), gates[0]) as first,  # type: ignore[arg-type]
+        GatedLimiter(DomainLimiter(**limits), gates[1]) as second,  # type: ignore[arg-type]
+    ):
+        yield [first, second]
 
 
 async def test_concurrency_holds_across_workers(gates: tuple[DomainGate, DomainGate]) -> None:
-    limiters = two_workers(gates, concurrency=2)
     active, most, done = 0, 0, 0
 
     async def request(limiter: GatedLimiter) -> None:
@@ -76,7 +84,7 @@ async def test_concurrency_holds_across_workers(gates: tuple[DomainGate, DomainG
             active -= 1
         done += 1
 
-    async with anyio.create_task_group() as tg:
+    async with two_workers(gates, concurrency=2) as limiters, anyio.create_task_group() as tg:
         for i in range(30):
             tg.start_soon(request, limiters[i % 2])
     assert done == 30
@@ -85,14 +93,13 @@ async def test_concurrency_holds_across_workers(gates: tuple[DomainGate, DomainG
 
 
 async def test_delay_holds_across_workers(gates: tuple[DomainGate, DomainGate]) -> None:
-    limiters = two_workers(gates, concurrency=4, delay=0.08)
     starts: list[float] = []
 
     async def request(limiter: GatedLimiter) -> None:
         async with limiter.slot("example.com"):
             starts.append(time.monotonic())
 
-    async with anyio.create_task_group() as tg:
+    async with two_workers(gates, concurrency=4, delay=0.08) as limiters, anyio.create_task_group() as tg:
         for i in range(6):
             tg.start_soon(request, limiters[i % 2])
     starts.sort()
@@ -101,7 +108,11 @@ async def test_delay_holds_across_workers(gates: tuple[DomainGate, DomainGate]) 
 
 
 async def test_slow_down_of_one_worker_widens_its_own_gap(gates: tuple[DomainGate, DomainGate]) -> None:
-    slowed, other = two_workers(gates, concurrency=4)
+    async with two_workers(gates, concurrency=4) as (slowed, other):
+        await slow_down_one(slowed, other)
+
+
+async def slow_down_one(slowed: GatedLimiter, other: GatedLimiter) -> None:
     slowed.feedback("example.com", 429)  # extra delay 0.25 s, concurrency 2 — in this worker only
     assert (slowed.state("example.com").extra_delay, other.state("example.com").extra_delay) == (0.25, 0.0)
     async with slowed.slot("example.com"):
@@ -113,24 +124,27 @@ async def test_slow_down_of_one_worker_widens_its_own_gap(gates: tuple[DomainGat
 
 
 async def test_cancelling_a_waiting_slot_gives_its_ticket_back(gates: tuple[DomainGate, DomainGate]) -> None:
-    first, second = two_workers(gates, concurrency=1, delay=5.0)
-    async with first.slot("example.com"):
-        pass
-    with anyio.move_on_after(0.1):
-        async with second.slot("example.com"):  # reserved a start 5 s away: cancelled while sleeping
-            pytest.fail("started before its reserved time")
+    async with two_workers(gates, concurrency=1, delay=5.0) as (first, second):
+        async with first.slot("example.com"):
+            pass
+        with anyio.move_on_after(0.1):
+            async with second.slot("example.com"):  # reserved a start 5 s away: cancelled while sleeping
+                pytest.fail("started before its reserved time")
     got = await gates[0].enter("example.com", limit=1, gap=0.0, ttl=1.0)
     assert isinstance(got, Ticket)  # the cancelled slot's ticket was given back
     assert second.state("example.com").active == 0
 
 
 async def test_a_slot_held_past_the_ttl_keeps_its_ticket(gates: tuple[DomainGate, DomainGate]) -> None:
-    first, _ = gates
-    limiter = GatedLimiter(DomainLimiter(concurrency=1), first, ttl=0.3)
-    async with limiter.slot("example.com"):
-        await anyio.sleep(0.7)  # renewed every 0.1 s
-        got = await gates[1].enter("example.com", limit=1, gap=0.0, ttl=30.0)
-        assert isinstance(got, float) and got <= 0.3
+    async with GatedLimiter(DomainLimiter(concurrency=1), gates[0], ttl=0.3) as limiter:
+        async with limiter.slot("example.com"):
+            await anyio.sleep(0.7)  # renewed every 0.1 s
+            got = await gates[1].enter("example.com", limit=1, gap=0.0, ttl=30.0)
+            assert isinstance(got, float) and got <= 0.3
+        with pytest.raises(RuntimeError, match="already entered"):
+            await limiter.__aenter__()
+    with pytest.raises(RuntimeError, match=r"enter the GatedLimiter \(`async with`\) before taking slots"):
+        limiter.slot("example.com")
     assert isinstance(await gates[1].enter("example.com", limit=1, gap=0.0, ttl=30.0), Ticket)
 
 

@@ -16,6 +16,7 @@ from ._limiter import domain_of
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
+    from typing import Self
 
     from anyio.abc import TaskGroup
 
@@ -31,50 +32,37 @@ POLL_MIN = 0.005
 POLL_MAX = 0.05
 """Cap on that wait (seconds); a slot freed in this process wakes its waiters at once."""
 TICKET_TTL = 10.0
-"""Seconds a job-wide ticket lives unless renewed; a slot renews it every third of that while it is held,
-so the slots of a worker killed with SIGKILL come back within this time."""
+"""Seconds a job-wide ticket lives unless renewed; held tickets are renewed every third of that, so the
+slots of a worker killed with SIGKILL come back within this time."""
 _LEAVE_TIMEOUT = 5.0
 
 
 class _GatedSlot:
-    __slots__ = ("_key", "_limiter", "_local", "_renewer", "_ticket")
+    __slots__ = ("_key", "_limiter", "_local", "_ticket")
 
     def __init__(self, limiter: GatedLimiter, key: str) -> None:
         self._limiter = limiter
         self._key = key
         self._local = limiter.local.slot(key)
         self._ticket: Ticket | None = None
-        self._renewer: TaskGroup | None = None
 
     async def __aenter__(self) -> None:
         await self._local.__aenter__()
         try:
             self._ticket = await self._limiter._admit(self._key)
-            self._renewer = anyio.create_task_group()
-            await self._renewer.__aenter__()
         except BaseException:
-            if self._ticket is not None:
-                await self._limiter._leave(self._ticket)
-                self._ticket = None
             await self._local.__aexit__(None, None, None)
             raise
-        self._renewer.start_soon(self._limiter._renew, self._ticket)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        renewer, self._renewer = self._renewer, None
         ticket, self._ticket = self._ticket, None
         try:
-            if renewer is not None:
-                renewer.cancel_scope.cancel()
-                await renewer.__aexit__(None, None, None)
+            if ticket is not None:
+                await self._limiter._leave(ticket)
         finally:
-            try:
-                if ticket is not None:
-                    await self._limiter._leave(ticket)
-            finally:
-                await self._local.__aexit__(exc_type, exc, tb)
+            await self._local.__aexit__(exc_type, exc, tb)
 
 
 class GatedLimiter:
@@ -96,8 +84,9 @@ class GatedLimiter:
     `POLL_MAX` (never later than the earliest holder's expiry), and at once when a request of this
     process leaves the domain. Waiting is not fair across workers: a worker whose requests keep the
     domain busy re-enters as soon as it leaves, while the others poll. A ticket expires `ttl` seconds
-    after its start unless renewed, and a held slot renews it every `ttl / 3` seconds from a task of
-    its own, so requests may run for any time and a killed worker's slots come back within `ttl`.
+    after its start unless renewed; `async with` runs one task that, every `ttl / 3` seconds, renews the
+    tickets held longer than that, so requests may run for any time (at no cost to short ones) and a
+    killed worker's slots come back within `ttl`. `slot` outside `async with` raises `RuntimeError`.
     Giving a ticket back runs shielded from cancellation (bounded to 5 s); if the gate fails then (or
     when renewing), the failure is logged and the ticket expires on its own.
 
@@ -115,15 +104,15 @@ class GatedLimiter:
         >>> from mocra_core.download import DomainLimiter, LmdbDomainGate
         >>> async def main(path: str) -> int:
         ...     async with LmdbDomainGate(path) as gate:
-        ...         limiter = GatedLimiter(DomainLimiter(concurrency=2), gate)
-        ...         async with limiter.slot("https://example.com/a"):
-        ...             return limiter.state("example.com").active
+        ...         async with GatedLimiter(DomainLimiter(concurrency=2), gate) as limiter:
+        ...             async with limiter.slot("https://example.com/a"):
+        ...                 return limiter.state("example.com").active
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     anyio.run(main, tmp)
         1
     """
 
-    __slots__ = ("_freed", "_random", "gate", "local", "ttl")
+    __slots__ = ("_freed", "_held", "_random", "_renewer", "gate", "local", "ttl")
 
     def __init__(
         self,
@@ -140,13 +129,20 @@ class GatedLimiter:
         self.ttl = ttl
         self._random = random
         self._freed: dict[str, anyio.Event] = {}
+        self._held: dict[str, tuple[Ticket, float]] = {}  # holder -> ticket, when it was last renewed
+        self._renewer: TaskGroup | None = None
 
     def slot(self, url_or_domain: str) -> _GatedSlot:
         """An async context manager holding a local slot and a job-wide ticket for one request.
 
         Entering waits for the local slot, then for a ticket, then until the ticket's start. Cancelled
         while waiting, it gives back what it took.
+
+        Raises:
+            RuntimeError: the limiter was not entered with `async with` (nothing would renew tickets).
         """
+        if self._renewer is None:
+            raise RuntimeError("enter the GatedLimiter (`async with`) before taking slots")
         return _GatedSlot(self, domain_of(url_or_domain))
 
     def configure(
@@ -181,6 +177,7 @@ class GatedLimiter:
             with anyio.move_on_after(min(got, poll)):
                 await freed.wait()
             poll = min(poll * 2, POLL_MAX)
+        self._held[got.holder] = (got, anyio.current_time() + got.wait)
         if got.wait > 0:
             try:
                 await anyio.sleep(got.wait)
@@ -189,18 +186,26 @@ class GatedLimiter:
                 raise
         return got
 
-    async def _renew(self, ticket: Ticket) -> None:
-        """Renew `ticket` every third of the ttl until cancelled (when the slot is left)."""
+    async def _renew_held(self) -> None:
+        """Every third of the ttl, renew the tickets held for longer than that (until cancelled)."""
+        every = self.ttl / 3
         while True:
-            await anyio.sleep(self.ttl / 3)
-            try:
-                if not await self.gate.renew(ticket, ttl=self.ttl):
-                    logger.warning("a slot of %s expired while its request ran", ticket.domain)
-                    return
-            except MocraError as exc:
-                logger.warning("could not renew a slot of %s (it expires on its own): %s", ticket.domain, exc)
+            await anyio.sleep(every)
+            now = anyio.current_time()
+            for holder, (ticket, renewed) in list(self._held.items()):
+                if now - renewed < every or holder not in self._held:
+                    continue
+                try:
+                    if await self.gate.renew(ticket, ttl=self.ttl):
+                        if holder in self._held:
+                            self._held[holder] = (ticket, now)
+                    elif self._held.pop(holder, None) is not None:
+                        logger.warning("a slot of %s expired while its request ran", ticket.domain)
+                except MocraError as exc:
+                    logger.warning("could not renew a slot of %s (it may expire): %s", ticket.domain, exc)
 
     async def _leave(self, ticket: Ticket) -> None:
+        self._held.pop(ticket.holder, None)
         with anyio.move_on_after(_LEAVE_TIMEOUT, shield=True) as scope:
             try:
                 await self.gate.leave(ticket)
@@ -213,6 +218,23 @@ class GatedLimiter:
         freed = self._freed.pop(ticket.domain, None)
         if freed is not None:
             freed.set()
+
+    async def __aenter__(self) -> Self:
+        if self._renewer is not None:
+            raise RuntimeError("this GatedLimiter is already entered")
+        renewer = anyio.create_task_group()
+        await renewer.__aenter__()
+        renewer.start_soon(self._renew_held, name="gate-renewer")
+        self._renewer = renewer
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.cancel_scope.cancel()
+            await renewer.__aexit__(None, None, None)  # the body's exception, if any, goes on as it was
 
     def __repr__(self) -> str:
         return f"<GatedLimiter {self.local!r} gate={self.gate!r} ttl={self.ttl}>"

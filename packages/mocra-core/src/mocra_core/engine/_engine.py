@@ -221,7 +221,9 @@ class Engine:
             limiter = (
                 share_limits(local, self._ownership)  # a cluster without a gate: this node's share
                 if gate is None
-                else GatedLimiter(local, await stack.enter_async_context(gate))
+                else await stack.enter_async_context(
+                    GatedLimiter(local, await stack.enter_async_context(gate))
+                )
             )
             stages = _Stages(
                 generate=GenerateStage(queue, router, writers, self._stats),
