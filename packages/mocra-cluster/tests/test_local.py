@@ -11,8 +11,10 @@ import pytest
 from mocra_cluster import (
     PARTITIONS,
     ClusterClosed,
+    ClusterError,
     ClusterStatus,
     ControlPlane,
+    Liveness,
     LocalControlPlane,
     LockInfo,
     Message,
@@ -95,6 +97,37 @@ async def test_status_membership_and_partitions(tmp_path: pathlib.Path, clock: F
         assert status == ClusterStatus(node_id="p1", leader="p1", term=1, applied_index=3, members=3)
         assert await plane.remove("p2") is True
         assert await plane.remove("p2") is False
+
+
+async def live_ids(plane: LocalControlPlane) -> list[str]:
+    return [m.member_id for m in await plane.live_members()]
+
+
+async def test_heartbeats_keep_a_member_live_and_a_closed_ones_partitions_move(
+    tmp_path: pathlib.Path, clock: FakeClock
+) -> None:
+    fast = Liveness(heartbeat_interval=0.02, member_ttl=1.0)
+    async with LocalControlPlane(tmp_path, member_id="a", clock=clock, sync=False, liveness=fast) as a:
+        async with LocalControlPlane(tmp_path, member_id="b", clock=clock, sync=False, liveness=fast) as b:
+            assert len(await a.owned_partitions()) + len(await b.owned_partitions()) == PARTITIONS
+            clock.now += 10  # both stay live: their next heartbeats carry the new time
+            with anyio.fail_after(5):
+                while await live_ids(a) != ["a", "b"]:  # noqa: ASYNC110 - the heartbeat tasks write
+                    await anyio.sleep(0.01)
+            assert 0 < len(await a.owned_partitions()) < PARTITIONS
+        clock.now += 1.0  # b is closed: its last heartbeat is a TTL old; a's next one is fresh
+        with anyio.fail_after(5):
+            while await live_ids(a) != ["a"]:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        assert [m.member_id for m in await a.members()] == ["a", "b"]  # listed until removed
+        assert await a.owned_partitions() == list(range(PARTITIONS))
+        assert all([await a.owns_key(f"item-{i}") for i in range(50)])
+
+
+async def test_an_entered_plane_cannot_be_entered_again(tmp_path: pathlib.Path) -> None:
+    async with LocalControlPlane(tmp_path, sync=False) as plane:
+        with pytest.raises(ClusterError, match="entered once"):
+            await plane.__aenter__()
 
 
 async def test_partition_leases(plane: LocalControlPlane, clock: FakeClock) -> None:

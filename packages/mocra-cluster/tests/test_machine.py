@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from mocra_cluster import (
+    PARTITIONS,
     AcquireLock,
     AcquirePartition,
     CompareAndSet,
@@ -26,6 +27,7 @@ from mocra_cluster import (
     RenewPartition,
     Set,
     StateMachine,
+    assignment,
     encode_command,
 )
 
@@ -125,6 +127,33 @@ def test_membership(machine: StateMachine) -> None:
     assert machine.apply(Remove(member_id="n2")) is True
     assert machine.apply(Remove(member_id="n2")) is False
     assert [m.member_id for m in machine.members()] == ["n1"]
+
+
+def test_a_member_is_live_while_its_last_heartbeat_is_within_the_ttl(machine: StateMachine) -> None:
+    for member in ("a", "b", "c"):
+        machine.apply(Join(member_id=member, addr="local", voter=True, now=100.0))
+    assert [m.member_id for m in machine.live_members(now=104.9, ttl=5.0)] == ["a", "b", "c"]
+    machine.apply(Heartbeat(member_id="a", now=103.0))
+    machine.apply(Heartbeat(member_id="b", now=106.0))
+    machine.apply(Heartbeat(member_id="a", now=101.0))  # a proposer with a slower clock: seen stays
+    assert [m.member_id for m in machine.live_members(now=107.0, ttl=5.0)] == ["a", "b"]
+    assert [m.member_id for m in machine.live_members(now=108.0, ttl=5.0)] == ["b"]
+    assert [m.member_id for m in machine.live_members(now=111.0, ttl=5.0)] == []
+    assert [m.member_id for m in machine.members()] == ["a", "b", "c"]  # listed until removed
+    machine.apply(Join(member_id="c", addr="local", voter=True, now=110.0))  # a restart rejoins
+    assert [m.member_id for m in machine.live_members(now=110.5, ttl=5.0)] == ["b", "c"]
+
+
+def test_ownership_over_the_live_members_moves_only_a_dead_members_partitions(machine: StateMachine) -> None:
+    for member in ("a", "b", "c"):
+        machine.apply(Join(member_id=member, addr="local", voter=True, now=100.0))
+    before = assignment(m.member_id for m in machine.live_members(now=101.0, ttl=5.0))
+    for member in ("a", "b"):  # c is silent
+        machine.apply(Heartbeat(member_id=member, now=104.0))
+    after = assignment(m.member_id for m in machine.live_members(now=106.0, ttl=5.0))
+    assert len(after) == PARTITIONS and set(after.values()) == {"a", "b"}
+    moved = {p for p in range(PARTITIONS) if before[p] != after[p]}
+    assert moved == {p for p, owner in before.items() if owner == "c"}
 
 
 def test_partition_leases_share_the_fencing_counter(machine: StateMachine) -> None:

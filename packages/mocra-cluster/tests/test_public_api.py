@@ -25,6 +25,7 @@ STATE_MACHINE_AND_LOCAL_PLANE = {
     "FencedResource",
     "Heartbeat",
     "Join",
+    "Liveness",
     "LmdbStateStore",
     "LocalControlPlane",
     "LockInfo",

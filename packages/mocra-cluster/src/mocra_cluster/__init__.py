@@ -36,6 +36,7 @@ from ._errors import (
     StaleToken,
 )
 from ._fencing import FencedResource
+from ._liveness import Liveness
 from ._lmdb_store import LmdbStateStore
 from ._local import LocalControlPlane
 from ._machine import Result, StateMachine
@@ -69,6 +70,7 @@ __all__ = (
     "Heartbeat",
     "Incr",
     "Join",
+    "Liveness",
     "LmdbStateStore",
     "LocalControlPlane",
     "LockInfo",

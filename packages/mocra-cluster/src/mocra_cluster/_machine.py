@@ -417,6 +417,21 @@ class StateMachine:
         with self._store.transaction(write=False):
             return [_member(raw) for _, raw in self._store.scan(b"m/")]
 
+    def live_members(self, now: float, ttl: float) -> list[Member]:
+        """Return the members seen less than `ttl` seconds before `now`, ordered by id.
+
+        Example:
+            >>> from mocra_cluster import MemoryStateStore
+            >>> machine = StateMachine(MemoryStateStore())
+            >>> for member in ("a", "b"):
+            ...     _ = machine.apply(Join(member_id=member, addr="local", voter=True, now=100.0))
+            >>> machine.apply(Heartbeat(member_id="a", now=104.0))
+            True
+            >>> [m.member_id for m in machine.live_members(now=106.0, ttl=5.0)]
+            ['a']
+        """
+        return [member for member in self.members() if member.is_live(now, ttl)]
+
     def member(self, member_id: str) -> Member | None:
         """Return member `member_id`, or None."""
         with self._store.transaction(write=False):

@@ -63,9 +63,14 @@ class ControlPlane(Protocol):
     always does). For leadership of an application role, hold a lock named for it with a TTL and
     renew it well before expiry: the lock *is* the leader lease and its token fences the old leader.
 
+    **Liveness.** An open plane proposes a `Heartbeat` for its member every heartbeat interval
+    (default 1 s); a member is *live* while its last heartbeat is less than the member TTL (default
+    5 s) old on the reader's clock. `members()` lists every member until it is removed (`seen` is
+    its last heartbeat); `live_members()` only the live ones.
+
     **Partitions.** Keys map to `PARTITIONS` (256) partitions; each belongs to one member by
-    rendezvous hashing over the current members (`owns_key`, `owned_partitions`). Ownership can
-    change when members join or leave, so work that must not overlap takes the partition's lease
+    rendezvous hashing over the live members (`owns_key`, `owned_partitions`). Ownership can
+    change when members join, leave or die, so work that must not overlap takes the partition's lease
     (`acquire_partition`) and fences its writes with the lease's token.
 
     **Topics.** `publish` appends to a bounded log per topic (sequence numbers from 1, oldest
@@ -152,6 +157,10 @@ class ControlPlane(Protocol):
         """Return every member, ordered by id."""
         ...
 
+    async def live_members(self) -> list[Member]:
+        """Return the members whose last heartbeat is within the member TTL, ordered by id."""
+        ...
+
     async def voters(self) -> list[Member]:
         """Return the voting members, ordered by id."""
         ...
@@ -165,11 +174,11 @@ class ControlPlane(Protocol):
         ...
 
     async def owns_key(self, key: str | bytes) -> bool:
-        """Return whether this node owns the partition of `key` among the current members."""
+        """Return whether this node owns the partition of `key` among the live members."""
         ...
 
     async def owned_partitions(self) -> list[int]:
-        """Return the partitions this node owns among the current members, in order."""
+        """Return the partitions this node owns among the live members, in order."""
         ...
 
     async def acquire_partition(self, partition: int, ttl: float) -> int | None:

@@ -30,6 +30,7 @@ from ._commands import (
     AcquirePartition,
     CompareAndSet,
     Delete,
+    Heartbeat,
     Join,
     Publish,
     ReleaseLock,
@@ -41,11 +42,12 @@ from ._commands import (
     encode_command,
 )
 from ._errors import ClusterClosed, ClusterError, ClusterUnavailable
+from ._liveness import send_heartbeats
 from ._machine import StateMachine
 from ._partitions import owned_partitions, owner, partition_of
 from ._protocol import ClusterStatus
 from ._raft_commit import Committer
-from ._raft_start import start_node
+from ._raft_start import admit, start_node
 from ._raft_status import RaftStatus
 from ._store import MemoryStateStore
 
@@ -64,17 +66,19 @@ __all__ = ("RaftControlPlane",)
 
 _T = TypeVar("_T")
 
-_IDEMPOTENT = (Set, RenewLock, RenewPartition)
+_IDEMPOTENT = (Set, RenewLock, RenewPartition, Heartbeat)
 """Commands whose second application changes neither the state nor the result."""
 
 
 class RaftControlPlane(CollectionCalls):
     """A `ControlPlane` replicated with Raft across the nodes of `config`; use it with `async with`.
 
-    Needs anyio's asyncio backend. Entering starts the node (binds `config.addr`, joins through a
-    seed if the config says so) and its Raft thread; leaving stops them. `wait_ready()` waits for a
-    leader and records this node in `members()` under `config.node_id`. A write needs a majority of
-    the voters: without one it fails with `NoQuorum` at once (or after `tuning.commit_timeout`).
+    Needs anyio's asyncio backend. Entering starts the node (binds `config.addr`) and its Raft
+    thread, and with a join config has a seed add it as a voter; leaving stops them. `wait_ready()`
+    waits for a leader and records this node in `members()` under `config.node_id`. A write needs a
+    majority of the voters: without one it fails with `NoQuorum` at once (or after
+    `tuning.commit_timeout`). While open, the node proposes its member `Heartbeat` every
+    `tuning.liveness.heartbeat_interval` seconds; partitions belong to the live members only.
 
     Reads (`get`, `lock_holder`, `members`, ...) take a lock the Raft thread holds while it applies a
     command, for microseconds (milliseconds while it writes a snapshot of a large state).
@@ -124,19 +128,29 @@ class RaftControlPlane(CollectionCalls):
     async def __aenter__(self) -> Self:
         if self._stack is not None or self._closed:
             raise ClusterError("a RaftControlPlane can be entered once")
-        node = await anyio.to_thread.run_sync(start_node, self._config, self._machine)
+        node, joining = await anyio.to_thread.run_sync(start_node, self._config, self._machine)
         async with AsyncExitStack() as stack:
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(node.stop)  # runs before the task group waits for the Raft thread
             group.start_soon(self._run_raft_thread, node, name=f"raft-{self._config.node_id}")
+            if joining:  # the node runs: the leader can reach it and commit the change
+                await admit(self._config)
             self._committer = Committer(node, self._config.tuning)
             self._node = node
+            stack.callback(group.cancel_scope.cancel)  # stops the heartbeats first
+            interval = self._config.tuning.liveness.heartbeat_interval
+            group.start_soon(
+                send_heartbeats, self.propose, self.member_id, self._clock, interval, name="raft-heartbeats"
+            )
             self._stack = stack.pop_all()
         return self
 
     @staticmethod
     async def _run_raft_thread(node: RaftNode) -> None:
-        await anyio.to_thread.run_sync(node.run, limiter=anyio.CapacityLimiter(1))
+        # Shielded: even when the group is cancelled before this task starts, the thread runs, and
+        # its end (after `node.stop()`) destroys the node: closes its port and journal.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(node.run, limiter=anyio.CapacityLimiter(1))
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -321,6 +335,12 @@ class RaftControlPlane(CollectionCalls):
         with node.lock:
             return self._machine.members()
 
+    async def live_members(self) -> list[Member]:
+        """Return the members seen within `tuning.liveness.member_ttl` of this clock, ordered by id."""
+        node = await self._read()
+        with node.lock:
+            return self._machine.live_members(self._clock(), self._config.tuning.liveness.member_ttl)
+
     async def voters(self) -> list[Member]:
         """Return the members recorded as voters, ordered by id."""
         return [member for member in await self.members() if member.voter]
@@ -371,13 +391,13 @@ class RaftControlPlane(CollectionCalls):
     # ------------------------------------------------------------------ partitions
 
     async def owns_key(self, key: str | bytes) -> bool:
-        """Return whether this node owns the partition of `key` among the current members."""
-        ids = [member.member_id for member in await self.members()]
+        """Return whether this node owns the partition of `key` among the live members (a local read)."""
+        ids = [member.member_id for member in await self.live_members()]
         return owner(partition_of(key), ids) == self.member_id
 
     async def owned_partitions(self) -> list[int]:
-        """Return the partitions this node owns among the current members, in order."""
-        ids = [member.member_id for member in await self.members()]
+        """Return the partitions this node owns among the live members, in order (a local read)."""
+        ids = [member.member_id for member in await self.live_members()]
         return owned_partitions(self.member_id, ids)
 
     async def acquire_partition(self, partition: int, ttl: float) -> int | None:

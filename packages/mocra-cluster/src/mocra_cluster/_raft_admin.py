@@ -1,8 +1,9 @@
 """Ask a running Raft member about its cluster, and to add a voter, over pysyncobj's admin protocol.
 
-A node that joins knows one seed. Before it starts its own Raft node it asks the seed (signed with
-the cluster password, like every Raft message) for the current voters, and asks it to add the new
-address (the seed forwards the change to the leader). Blocking calls: run them on a worker thread.
+A node that joins knows one seed. It asks the seed (signed with the cluster password, like every
+Raft message) for the current voters, starts its own Raft node with them as partners, then asks the
+seed to add its address (the seed forwards the change to the leader). Blocking calls: run them on a
+worker thread.
 """
 
 from __future__ import annotations
@@ -85,21 +86,17 @@ def cluster_of(seed: str, authenticator: MessageAuthenticator, *, timeout: float
     return sorted(voters)
 
 
-def add_voter(
-    seed: str, addr: str, authenticator: MessageAuthenticator, *, timeout: float = 3.0, attempts: int = 20
-) -> None:
-    """Ask the member at `seed` to add the voter `addr`, retrying while the leader refuses.
+def add_voter(seed: str, addr: str, authenticator: MessageAuthenticator, *, timeout: float = 3.0) -> bool:
+    """Ask the member at `seed` once to add the voter `addr`; True once the change is committed.
 
-    The leader refuses while an election's first entry or another membership change is not yet
-    committed; this retries every 0.2 s up to `attempts` times.
+    False if the leader refused: it allows one membership change at a time (and none before its
+    first entry of a term is committed), and refuses an address that already is a voter. The change
+    commits only once a majority of the new voter set, `addr` included if the cluster had one
+    voter, has it: start the node at `addr` first.
 
     Raises:
-        ClusterUnavailable: the seed does not answer, or the change was refused every time.
+        ClusterUnavailable: the seed does not answer within `timeout` seconds (down, another
+            password, or the change is still being committed).
     """
-    reply: object = None
-    for _ in range(attempts):
-        reply = _Exchange(authenticator, timeout).run(seed, ["add", addr])
-        if isinstance(reply, str) and reply.startswith("SUCCESS"):
-            return
-        time.sleep(0.2)
-    raise ClusterUnavailable(f"{seed} did not add voter {addr}: last answer {reply!r}")
+    reply = _Exchange(authenticator, timeout).run(seed, ["add", addr])
+    return isinstance(reply, str) and reply.startswith("SUCCESS")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import warnings
 from typing import TYPE_CHECKING, Any, cast
 
@@ -106,6 +107,10 @@ class RaftNode:
 
     Build it on a worker thread (it opens the journal and binds the port), then run `run()` on a
     thread of its own until `stop()`.
+
+    A `joining` node (started before the leader adds it) starts no election until it has heard from
+    a leader once: the voters do not know it yet, and its vote requests at ever higher terms would
+    only depose the leader that is adding it.
     """
 
     def __init__(
@@ -117,8 +122,11 @@ class RaftNode:
         tuning: RaftTuning,
         authenticator: MessageAuthenticator,
         machine: StateMachine,
+        joining: bool = False,
     ) -> None:
         self.machine = machine
+        self._joining = joining
+        self._hold_for = tuning.election_timeout_max
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._snapshot_path = os.path.join(data_dir, SNAPSHOT)
@@ -145,6 +153,9 @@ class RaftNode:
                 )
         except Exception as exc:  # pysyncobj raises SyncObjException('BindError') and friends
             raise ClusterError(f"cannot start the Raft node on {addr}: {exc!r}") from exc
+        if joining and not hasattr(self._log, "_SyncObj__raftElectionDeadline"):
+            self._log.destroy()
+            raise ClusterError("this pysyncobj version has no election deadline to hold while joining")
         self._wake = PipeNotifier(self._log._poller)
 
     # ------------------------------------------------------------------ Raft thread
@@ -186,12 +197,21 @@ class RaftNode:
         try:
             while not self._stop.is_set():
                 try:
+                    if self._joining:
+                        self._hold_elections()
                     self._log.doTick(self._tick)
                 except Exception:
                     logger.exception("Raft tick failed")
                     self._stop.wait(self._tick)
         finally:
             self._log.destroy()
+
+    def _hold_elections(self) -> None:
+        if self._log._getLeader() is not None:
+            self._joining = False
+            return
+        # pysyncobj has no pre-vote: keep pushing this follower's election deadline away.
+        self._log._SyncObj__raftElectionDeadline = time.monotonic() + self._hold_for
 
     def stop(self) -> None:
         """Ask `run()` to return (thread-safe, non-blocking)."""

@@ -94,6 +94,10 @@ async def _answer(plane: RaftControlPlane, request: dict[str, Any]) -> object:
         return None
     if op == "members":
         return [member.member_id for member in await plane.members()]
+    if op == "live_members":
+        return [member.member_id for member in await plane.live_members()]
+    if op == "owned_partitions":
+        return await plane.owned_partitions()
     if op == "timed_writes":
         return await _timed_writes(plane, request["count"], request.get("concurrency", 1))
     raise ValueError(f"unknown op {op!r}")

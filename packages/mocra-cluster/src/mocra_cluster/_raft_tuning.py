@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from ._liveness import Liveness
+
 __all__ = ("RaftTuning",)
 
 
@@ -33,6 +35,10 @@ class RaftTuning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         compaction_min_time: ...or this long after the previous snapshot, whichever comes first.
         batch_appends: Send new entries with the next heartbeat (more writes per second, higher
             latency) instead of at once (lower latency).
+        liveness: How often each node proposes its member `Heartbeat` (default every 1 s) and how
+            long a silent member stays live (default 5 s): it then owns no partitions.
+        join_timeout: How long a node joining through a seed keeps asking to be added (another
+            membership change may be in progress) before it fails with `ClusterUnavailable`.
 
     Example:
         >>> tuning = RaftTuning()
@@ -55,6 +61,8 @@ class RaftTuning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     compaction_min_entries: int = 5000
     compaction_min_time: float = 300.0
     batch_appends: bool = False
+    liveness: Liveness = Liveness()
+    join_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -65,6 +73,7 @@ class RaftTuning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             "tick",
             "commit_timeout",
             "compaction_min_time",
+            "join_timeout",
         ):
             value = getattr(self, name)
             if not value > 0:

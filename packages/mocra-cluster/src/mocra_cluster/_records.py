@@ -44,7 +44,12 @@ class Member(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
         addr: Where it listens (`host:port` for Raft; free-form for the local plane).
         voter: Whether it votes (False: a learner that replicates but does not count for quorum).
         joined: When it joined, epoch seconds.
-        seen: When it last joined or sent a heartbeat, epoch seconds.
+        seen: When it last joined or sent a heartbeat (its last sign of life), epoch seconds.
+
+    Example:
+        >>> member = Member(member_id="a", addr="local", voter=True, joined=10.0, seen=20.0)
+        >>> member.is_live(now=24.9, ttl=5.0), member.is_live(now=25.0, ttl=5.0)
+        (True, False)
     """
 
     member_id: str
@@ -52,6 +57,10 @@ class Member(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     voter: bool
     joined: float
     seen: float
+
+    def is_live(self, now: float, ttl: float) -> bool:
+        """Whether its last sign of life is less than `ttl` seconds before `now` (epoch seconds)."""
+        return now - self.seen < ttl
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True, array_like=True):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 
-from mocra_cluster import LocalControlPlane, owner, partition_of
+from mocra_cluster import Liveness, LocalControlPlane, owner, partition_of
 from mocra_core.coordination import ControlPlaneOwnership, LocalCoordination, SingleNodeOwnership
 from mocra_core.engine._cron_claims import CronClaims, owner_key
 from mocra_core.modules import Task
@@ -40,7 +41,7 @@ class FakePlane:
     async def owns_key(self, key: str | bytes) -> bool:
         return owner(partition_of(key), self.view) == self.member_id
 
-    async def members(self) -> list[_Member]:
+    async def live_members(self) -> list[_Member]:
         return [_Member(m) for m in self.view]
 
 
@@ -92,6 +93,23 @@ async def test_two_processes_of_one_lmdb_plane_split_the_keys(tmp_path: pathlib.
         assert await ControlPlaneOwnership(a).member_count() == 2
         await b.remove("node-b")  # node-b is gone for good: node-a takes its keys
         assert await owned(ControlPlaneOwnership(a), KEYS) == set(KEYS)
+
+
+async def test_a_closed_members_keys_move_to_the_live_one_after_its_ttl(tmp_path: pathlib.Path) -> None:
+    now = [1_000.0]
+    fast = Liveness(heartbeat_interval=0.02, member_ttl=1.0)
+    async with LocalControlPlane(
+        tmp_path, member_id="node-a", sync=False, clock=lambda: now[0], liveness=fast
+    ) as a:
+        async with LocalControlPlane(tmp_path, member_id="node-b", sync=False, clock=lambda: now[0]):
+            assert await ControlPlaneOwnership(a).member_count() == 2
+        now[0] += 1.0  # node-b stopped heartbeating a TTL ago
+        with anyio.fail_after(5):
+            while [m.member_id for m in await a.live_members()] != ["node-a"]:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        assert await ControlPlaneOwnership(a).member_count() == 1
+        assert await owned(ControlPlaneOwnership(a), KEYS) == set(KEYS)
+        assert len(await a.members()) == 2  # still listed: nobody removed it
 
 
 def start_tasks(n: int) -> list[Task]:

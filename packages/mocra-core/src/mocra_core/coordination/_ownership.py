@@ -72,19 +72,21 @@ class _Plane(Protocol):
 
     async def owns_key(self, key: str | bytes) -> bool: ...
 
-    async def members(self) -> Sequence[_Member]: ...
+    async def live_members(self) -> Sequence[_Member]: ...
 
 
 class ControlPlaneOwnership:
     """Ownership by the partitions of a `mocra_cluster` control plane (local LMDB or Raft).
 
     A key belongs to the member owning its partition (`mocra_cluster.partition_of`, 256 partitions,
-    rendezvous hashing over the plane's current members); with one member that member owns all. Each
+    rendezvous hashing over the plane's *live* members: those whose heartbeat is within the plane's
+    member TTL, default 5 s); with one member that member owns all, and a member that died hands its
+    keys on once its TTL has passed. Each
     call reads the plane (a local read: microseconds on the LMDB plane, no network round trip on Raft).
     `partition_key` names the key's partition, `"p<n>"`, the same on every node.
 
     Args:
-        plane: A `mocra_cluster.ControlPlane` (anything with its `owns_key` and `members`).
+        plane: A `mocra_cluster.ControlPlane` (anything with its `owns_key` and `live_members`).
 
     Example:
         >>> import anyio, tempfile
@@ -108,12 +110,12 @@ class ControlPlaneOwnership:
         self._plane = plane
 
     async def owns(self, key: str) -> bool:
-        """Return whether this node owns the partition of `key` among the plane's current members."""
+        """Return whether this node owns the partition of `key` among the plane's live members."""
         return await self._plane.owns_key(key)
 
     async def member_count(self) -> int:
-        """Return the plane's member count (1 while it has none yet)."""
-        return max(1, len(await self._plane.members()))
+        """Return how many of the plane's members are live (at least 1)."""
+        return max(1, len(await self._plane.live_members()))
 
     def partition_key(self, key: str) -> str | None:
         """Return `"p<partition of key>"`."""
