@@ -185,3 +185,94 @@ async def test_the_engine_picks_the_gate_of_its_coordination_store(
         assert gate.path == str(tmp_path / ("job/gates" if job_dir else "coordination-gates"))
     if gate is not None:
         await gate.aclose()
+
+
+class CountingGate:
+    """A real gate that counts the `enter` and `leave` calls reaching it."""
+
+    def __init__(self, gate: DomainGate) -> None:
+        self.gate = gate
+        self.enters = 0
+        self.leaves = 0
+
+    async def enter(self, domain: str, *, limit: int, gap: float, ttl: float) -> Ticket | float:
+        self.enters += 1
+        return await self.gate.enter(domain, limit=limit, gap=gap, ttl=ttl)
+
+    async def leave(self, ticket: Ticket) -> None:
+        self.leaves += 1
+        await self.gate.leave(ticket)
+
+    async def renew(self, ticket: Ticket, *, ttl: float) -> bool:
+        return await self.gate.renew(ticket, ttl=ttl)
+
+
+async def test_a_busy_worker_passes_its_ticket_to_its_next_request(
+    gates: tuple[DomainGate, DomainGate],
+) -> None:
+    counting = CountingGate(gates[0])
+    async with GatedLimiter(DomainLimiter(concurrency=1), counting, reuse_for=30) as limiter:  # type: ignore[arg-type]
+        for _ in range(10):
+            async with limiter.slot("example.com"):
+                pass
+        assert (counting.enters, counting.leaves) == (1, 0)
+        # the spare ticket still counts job-wide: another worker finds the domain full ...
+        assert not isinstance(await gates[1].enter("example.com", limit=1, gap=0, ttl=10), Ticket)
+        await anyio.sleep(limiter.spare_idle + 0.1)
+        # ... until nobody of this worker took it within spare_idle
+        assert counting.leaves == 1
+        ticket = await gates[1].enter("example.com", limit=1, gap=0, ttl=10)
+        assert isinstance(ticket, Ticket)
+        await gates[1].leave(ticket)
+
+
+async def test_a_ticket_goes_back_after_its_reuse_time(gates: tuple[DomainGate, DomainGate]) -> None:
+    counting = CountingGate(gates[0])
+    async with GatedLimiter(DomainLimiter(concurrency=1), counting, reuse_for=0.05) as limiter:  # type: ignore[arg-type]
+        async with limiter.slot("example.com"):
+            await anyio.sleep(0.1)
+        async with limiter.slot("example.com"):
+            pass
+    assert counting.enters == 2
+    assert counting.leaves == 2  # the second one at exit, as a spare
+
+
+async def test_a_domain_with_a_delay_reserves_every_start_at_the_gate(
+    gates: tuple[DomainGate, DomainGate],
+) -> None:
+    counting = CountingGate(gates[0])
+    limits = DomainLimiter(concurrency=1, delay=0.01)
+    async with GatedLimiter(limits, counting, reuse_for=30) as limiter:  # type: ignore[arg-type]
+        for _ in range(3):
+            async with limiter.slot("example.com"):
+                pass
+    assert (counting.enters, counting.leaves) == (3, 3)
+
+
+async def test_waiting_workers_get_turns_while_one_reuses(gates: tuple[DomainGate, DomainGate]) -> None:
+    served = [0, 0]
+
+    async def keep_busy(limiter: GatedLimiter, who: int) -> None:
+        for _ in range(40):
+            async with limiter.slot("example.com"):
+                served[who] += 1
+                await anyio.sleep(0.005)
+
+    async with (
+        GatedLimiter(DomainLimiter(concurrency=1), gates[0], reuse_for=0.05) as first,
+        GatedLimiter(DomainLimiter(concurrency=1), gates[1], reuse_for=0.05) as second,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(keep_busy, first, 0)
+        await anyio.sleep(0.02)
+        with anyio.fail_after(20):
+            await keep_busy(second, 1)
+    assert served == [40, 40]
+
+
+def test_reuse_times_must_be_finite(tmp_path: pathlib.Path) -> None:
+    gate = LmdbDomainGate(tmp_path)
+    with pytest.raises(ValueError, match="reuse_for"):
+        GatedLimiter(DomainLimiter(), gate, reuse_for=-1)
+    with pytest.raises(ValueError, match="spare_idle"):
+        GatedLimiter(DomainLimiter(), gate, spare_idle=math.inf)
