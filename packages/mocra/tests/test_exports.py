@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import mocra
 import mocra_core
 
@@ -41,3 +43,12 @@ def test_versions_agree() -> None:
         == metadata.version("mocra")
         == metadata.version("mocra-core")
     )
+
+
+def test_cluster_config_is_lazy_and_not_in_all() -> None:
+    import mocra_cluster
+
+    assert mocra.ClusterConfig is mocra_core.ClusterConfig is mocra_cluster.ClusterConfig
+    assert "ClusterConfig" not in mocra.__all__  # star imports must work without the cluster extra
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = mocra.Nope  # type: ignore[attr-defined]

@@ -65,3 +65,19 @@ __all__ = (
     "channel",
     "on_item",
 )
+
+
+def __getattr__(name: str) -> object:
+    """`ClusterConfig` (for `MocraBuilder.cluster`) comes from `mocra_cluster`, imported on first use.
+
+    It is not in `__all__`, so `from mocra_core import *` works without the `cluster` extra.
+    """
+    if name != "ClusterConfig":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        from mocra_cluster import ClusterConfig
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "mocra_cluster":
+            raise
+        raise MissingExtra("cluster", f"{__name__}.ClusterConfig") from exc
+    return ClusterConfig

@@ -72,3 +72,19 @@ __all__ = (
     "channel",
     "on_item",
 )
+
+
+def __getattr__(name: str) -> object:
+    """`from mocra import ClusterConfig` works with the `cluster` extra (mocra_cluster), loaded on first use.
+
+    Example:
+        >>> from mocra import ClusterConfig, Mocra
+        >>> node = ClusterConfig.bootstrap("node-1", "127.0.0.1:7100", "/tmp/node-1", password="pw")
+        >>> Mocra.builder().cluster(node).cluster_config is node
+        True
+    """
+    if name != "ClusterConfig":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import mocra_core
+
+    return mocra_core.ClusterConfig
