@@ -3,7 +3,7 @@
 # (Redis Streams, NATS JetStream, Kafka on tansu), beside the in-memory single process and scrapy-redis
 # with 2 workers, in interleaved rounds.
 # Usage: benchmarks/run_distributed.sh [RUNS=1]
-#   BACKENDS       which backends (default "redis nats kafka")
+#   BACKENDS       which backends (default "redis nats kafka"); SCRAPY_REDIS=0 leaves scrapy-redis out
 #   DIST_TIMEOUT   seconds before the workers of one run are killed (default 900)
 #   DIST_STALL     ... or seconds without a new item (default 120): a stall is reported, the run goes on
 #   MOCRA_DB       Redis db of mocra's queues and coordination (default 13); SR_DB is scrapy-redis's (14,
@@ -37,7 +37,8 @@ fi
 "$BENCH/nginx_ctl.sh" status >/dev/null || "$BENCH/nginx_ctl.sh" start
 [ -x "$MOCRA_PY" ] || { echo "no Python at $MOCRA_PY: run 'uv sync' in $REPO" >&2; exit 1; }
 mkdir -p "$BENCH_RESULTS" "$OUTDIR"
-GROUPS_ALL="memory scrapy_redis_2w"
+GROUPS_ALL="memory"
+if [ "${SCRAPY_REDIS:-1}" = 1 ]; then GROUPS_ALL="$GROUPS_ALL scrapy_redis_2w"; fi
 for b in $BACKENDS; do GROUPS_ALL="$GROUPS_ALL ${b}_1w ${b}_2w"; done
 if [ "${APPEND:-0}" != 1 ]; then for g in $GROUPS_ALL; do rm -rf "${BENCH_RESULTS:?}/$g"; done; fi
 
@@ -111,7 +112,7 @@ run_scrapy_redis() {
 
 STEPS=(memory)
 for b in $BACKENDS; do STEPS+=("$b 1" "$b 2"); done
-STEPS+=(scrapy_redis)
+if [ "${SCRAPY_REDIS:-1}" = 1 ]; then STEPS+=(scrapy_redis); fi
 for i in $(seq "$RUNS"); do
   echo "== round $i of $RUNS"
   order=("${STEPS[@]}")
