@@ -252,12 +252,24 @@ def median(values: list[float]) -> float | None:
 
 
 def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians over the good runs of one group, and the reasons of the others."""
+    """Medians over the good runs of one group, and the reasons of the others.
+
+    With no good run, the figures of runs that ended but missed items, flagged `incomplete`: they show
+    how fast the crawl went, not a result.
+    """
     ok = [r for r in records if good(r)]
+    incomplete = not ok
+    if incomplete:
+        ok = [
+            r
+            for r in records
+            if r.get("rc") == 0 and (r.get("app") or {}).get("pages_per_s") and "check" in r
+        ]
     pages = [r["app"]["pages"] for r in ok]
     return {
         "runs": len(records),
-        "ok": len(ok),
+        "ok": 0 if incomplete else len(ok),
+        "incomplete": incomplete and bool(ok),
         "failures": [failure(r) for r in records if not good(r)],
         "procs": (records[0].get("app") or {}).get("procs", 1) if records else 1,
         "pps": median([r["app"]["pages_per_s"] for r in ok]),
@@ -279,9 +291,9 @@ def app_median(records: list[dict[str, Any]], key: str) -> float | None:
     return median([r["app"][key] for r in records if r["app"].get(key) is not None])
 
 
-def fmt(value: float | None, decimals: int = 0, suffix: str = "") -> str:
-    """A number for the table, `–` for none."""
-    return "–" if value is None else f"{value:,.{decimals}f}{suffix}"
+def fmt(value: float | None, decimals: int = 0, suffix: str = "", *, flag: bool = False) -> str:
+    """A number for the table, `–` for none; `flag` marks a figure of incomplete runs."""
+    return "–" if value is None else f"{value:,.{decimals}f}{suffix}{'*' if flag else ''}"
 
 
 def table(rows: dict[str, dict[str, Any]]) -> str:
@@ -299,10 +311,11 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
             continue
         r = rows[name]
         per_worker = r["pps"] / r["procs"] / memory if r["pps"] and memory else None
+        star = r["incomplete"]
         lines.append(
             f"| {name} | {r['procs']} | {r['ok']}/{r['runs']} | "
-            f"{fmt(r['pps_run'])} | {fmt(r['pps_crawl'])} | "
-            f"{fmt(per_worker, 2, '×')} | {fmt(r['cpu_ms_page'], 2)} | "
+            f"{fmt(r['pps_run'], flag=star)} | {fmt(r['pps_crawl'], flag=star)} | "
+            f"{fmt(per_worker, 2, '×', flag=star)} | {fmt(r['cpu_ms_page'], 2)} | "
             f"{fmt(r['chain'], 1)} ({fmt(r['hop'], 0)}) | {fmt(r['pages'])} | "
             f"{fmt(r['duplicates'])} | {fmt(r['busy'])} | {'; '.join(r['failures']) or '–'} |"
         )
@@ -313,15 +326,20 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
         "|---|---|---|---|---|",
     ]
     for backend in BACKENDS:
-        one, two = rows.get(f"{backend}_1w", {}).get("pps"), rows.get(f"{backend}_2w", {}).get("pps")
+        r1, r2 = rows.get(f"{backend}_1w", {}), rows.get(f"{backend}_2w", {})
+        one, two = r1.get("pps"), r2.get("pps")
+        s1, s2 = bool(r1.get("incomplete")), bool(r2.get("incomplete"))
         scaling = two / one if one and two else None
         per1 = one / memory if one and memory else None
         per2 = two / 2 / memory if two and memory else None
         lines.append(
-            f"| {backend} | {fmt(one)} | {fmt(two)} | {fmt(scaling, 2, '×')} | "
-            f"{fmt(per1, 2, '×')} · {fmt(per2, 2, '×')} |"
+            f"| {backend} | {fmt(one, flag=s1)} | {fmt(two, flag=s2)} | "
+            f"{fmt(scaling, 2, '×', flag=s1 or s2)} | "
+            f"{fmt(per1, 2, '×', flag=s1)} · {fmt(per2, 2, '×', flag=s2)} |"
         )
     lines.append(f"\nin-memory single process: {fmt(memory)} pages/s")
+    if any(r.get("incomplete") for r in rows.values()):
+        lines.append("\n\\* from runs that ended with items missing (see failures): a speed, not a result")
     return "\n".join(lines)
 
 
