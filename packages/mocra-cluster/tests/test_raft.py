@@ -24,6 +24,8 @@ from mocra_cluster import (
     RaftTuning,
     partition_of,
 )
+from mocra_cluster._raft_admin import add_voter
+from mocra_cluster._raft_auth import MessageAuthenticator
 
 pytestmark = pytest.mark.anyio
 
@@ -173,6 +175,25 @@ async def test_a_node_with_another_password_cannot_join(tmp_path: pathlib.Path) 
             async with RaftControlPlane(wrong):
                 pass
         assert plane.raft_voters() == [plane.config.addr]
+
+
+async def test_a_join_refused_until_its_deadline_fails_naming_the_seed(tmp_path: pathlib.Path) -> None:
+    async with RaftControlPlane(solo(tmp_path, leader_step_down=30.0)) as plane:
+        with anyio.fail_after(10):
+            await plane.wait_ready()
+        seed = plane.config.addr
+        # A change the lone voter cannot commit (its new voter never starts) blocks every other one.
+        with pytest.raises(ClusterUnavailable, match="no answer"):
+            add_voter(seed, free_addr(), MessageAuthenticator(PASSWORD), timeout=0.3)
+        tuning = RaftTuning(join_timeout=1.0)
+        late = ClusterConfig.join(
+            "b", free_addr(), tmp_path / "b", seed=seed, password=PASSWORD, tuning=tuning
+        )
+        with anyio.fail_after(10), pytest.raises(ClusterUnavailable) as refused:
+            async with RaftControlPlane(late):
+                pass
+        assert f"cannot join through {seed}" in str(refused.value)
+        assert "within 1 s (join_timeout)" in str(refused.value)
 
 
 class _Exploit:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import anyio
 import pytest
 
+from mocra_cluster import PARTITIONS, Liveness
 from mocra_cluster._config import ClusterConfig
 from mocra_cluster._raft_process import RaftProcess, RemoteError
 from mocra_cluster._raft_tuning import RaftTuning
@@ -185,3 +186,86 @@ async def test_killed_single_node_restarts_with_kv_locks_and_fencing_counter(tmp
         assert (await again.call("lock", key="a"))["holder"] == "w"
         assert await again.call("fence") == 2
         assert await again.call("acquire_lock", key="c", holder="w", ttl=600) == 3
+
+
+# ---------------------------------------------------------------------- joins and liveness
+
+
+def joiner(tmp_path: pathlib.Path, name: str, seed: str, tuning: RaftTuning | None = None) -> RaftProcess:
+    [addr] = free_addrs(1)
+    return RaftProcess(
+        ClusterConfig.join(name, addr, tmp_path / name, seed=seed, password=PASSWORD, tuning=tuning)
+    )
+
+
+async def test_nodes_join_a_single_node_cluster_one_after_the_other(tmp_path: pathlib.Path) -> None:
+    [addr] = free_addrs(1)
+    first = RaftProcess(ClusterConfig.bootstrap("n0", addr, tmp_path / "n0", password=PASSWORD))
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(first)
+        await first.call("wait_ready")
+        await first.call("set", key="before", value="1")
+        nodes = [first]
+        for name in ("n1", "n2"):
+            node = await stack.enter_async_context(joiner(tmp_path, name, seed=addr))
+            await node.call("wait_ready", timeout=15)
+            nodes.append(node)
+            await node.call("set", key=f"from-{name}", value=name)  # commits go on after each join
+        voters = sorted(node.addr for node in nodes)
+        for node in nodes:
+            status = await node.call("status")
+            assert (status["voters"], status["term"]) == (voters, 1)  # nobody was deposed
+            for key, value in (("before", "1"), ("from-n1", "n1"), ("from-n2", "n2")):
+                assert await node.call("get", key=key, linearizable=True) == value
+            assert sorted(await node.call("members")) == ["n0", "n1", "n2"]
+        first.kill()  # three voters: the two others are a majority
+        await leader_of(nodes[1:])
+        await nodes[2].call("set", key="after", value="kill")
+        assert await nodes[1].call("get", key="after", linearizable=True) == "kill"
+
+
+async def test_two_nodes_joining_at_once_both_become_voters(tmp_path: pathlib.Path) -> None:
+    [addr] = free_addrs(1)
+    first = RaftProcess(ClusterConfig.bootstrap("n0", addr, tmp_path / "n0", password=PASSWORD))
+    newcomers = [joiner(tmp_path, name, seed=addr) for name in ("n1", "n2")]
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(first)
+        await first.call("wait_ready")
+        for node in newcomers:
+            stack.push_async_callback(node.stop)
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:  # both ask the seed at once: one change at a time
+            for node in newcomers:
+                group.start_soon(node.start)
+        for node in newcomers:
+            await node.call("wait_ready", timeout=15)
+        joined_after = time.monotonic() - started
+        voters = sorted([addr, *(node.addr for node in newcomers)])
+        for node in [first, *newcomers]:
+            assert (await node.call("status"))["voters"] == voters
+        await newcomers[0].call("set", key="k", value="v")
+        assert await newcomers[1].call("get", key="k", linearizable=True) == "v"
+        assert joined_after < 20
+
+
+async def test_survivors_own_every_partition_once_after_a_sigkill(tmp_path: pathlib.Path) -> None:
+    liveness = Liveness(heartbeat_interval=0.2, member_ttl=1.0)
+    async with cluster(tmp_path, tuning=RaftTuning(liveness=liveness)) as nodes:
+        shares = [await node.call("owned_partitions") for node in nodes]
+        assert sorted(p for share in shares for p in share) == list(range(PARTITIONS))
+        assert all(shares)
+        victim, survivors = nodes[0], nodes[1:]
+        victim.kill()
+        killed = time.monotonic()
+        with anyio.fail_after(liveness.member_ttl + 5):
+            while True:
+                shares = [await node.call("owned_partitions") for node in survivors]
+                if sorted(p for share in shares for p in share) == list(range(PARTITIONS)):
+                    break
+                await anyio.sleep(0.1)
+        moved_after = time.monotonic() - killed
+        assert all(shares)
+        assert moved_after >= liveness.member_ttl - 0.5  # not before the TTL
+        for node in survivors:
+            assert sorted(await node.call("live_members")) == ["n1", "n2"]
+            assert sorted(await node.call("members")) == ["n0", "n1", "n2"]  # listed until removed

@@ -129,20 +129,25 @@ class RaftControlPlane(CollectionCalls):
         if self._stack is not None or self._closed:
             raise ClusterError("a RaftControlPlane can be entered once")
         node, joining = await anyio.to_thread.run_sync(start_node, self._config, self._machine)
+        refused: ClusterError | None = None
         async with AsyncExitStack() as stack:
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(node.stop)  # runs before the task group waits for the Raft thread
             group.start_soon(self._run_raft_thread, node, name=f"raft-{self._config.node_id}")
-            if joining:  # the node runs: the leader can reach it and commit the change
-                await admit(self._config)
-            self._committer = Committer(node, self._config.tuning)
-            self._node = node
-            stack.callback(group.cancel_scope.cancel)  # stops the heartbeats first
-            interval = self._config.tuning.liveness.heartbeat_interval
-            group.start_soon(
-                send_heartbeats, self.propose, self.member_id, self._clock, interval, name="raft-heartbeats"
-            )
-            self._stack = stack.pop_all()
+            try:
+                if joining:  # the node runs: the leader can reach it and commit the change
+                    await admit(self._config)
+            except ClusterError as exc:  # raised once the stack has stopped the node, ungrouped
+                refused = exc
+            else:
+                self._committer = Committer(node, self._config.tuning)
+                self._node = node
+                stack.callback(group.cancel_scope.cancel)  # stops the heartbeats first
+                beat = self._config.tuning.liveness.heartbeat_interval
+                group.start_soon(send_heartbeats, self.propose, self.member_id, self._clock, beat)
+                self._stack = stack.pop_all()
+        if refused is not None:
+            raise refused
         return self
 
     @staticmethod

@@ -64,6 +64,10 @@ class ApplyFailed(msgspec.Struct, frozen=True):
 
 Entry = tuple[bytes, int, int]
 
+_PRIVATE = ("_SyncObj__raftElectionDeadline", "_SyncObj__changeClusterIDx", "_SyncObj__getCurrentLogIndex")
+"""pysyncobj internals used here: the election deadline a joining node holds off, the index of the
+pending membership change (see `_ReplicatedLog`)."""
+
 
 class SnapshotFile(msgspec.Struct, frozen=True, kw_only=True):
     """The content of `raft.snapshot`: store bytes plus what pysyncobj needs to resume its log."""
@@ -100,6 +104,19 @@ class _ReplicatedLog(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
     @replicated  # type: ignore[untyped-decorator]
     def apply_entry(self, raw: bytes) -> object:
         return self._mocra_apply(raw)
+
+    def _SyncObj__changeCluster(self, request: list[Any]) -> bool:
+        """Let the leader take one membership change at a time, as pysyncobj means to.
+
+        pysyncobj (0.3.17) refuses a change while the previous one is uncommitted only if it has
+        recorded that change's log index, which it never does: two joins at once would both be
+        appended. Record the index the accepted change's entry gets (the next one), so the next
+        change is refused (`REQUEST_DENIED`) until that entry is applied.
+        """
+        accepted = bool(SyncObj._SyncObj__changeCluster(self, request))
+        if accepted:
+            self._SyncObj__changeClusterIDx = self._SyncObj__getCurrentLogIndex() + 1
+        return accepted
 
 
 class RaftNode:
@@ -153,9 +170,9 @@ class RaftNode:
                 )
         except Exception as exc:  # pysyncobj raises SyncObjException('BindError') and friends
             raise ClusterError(f"cannot start the Raft node on {addr}: {exc!r}") from exc
-        if joining and not hasattr(self._log, "_SyncObj__raftElectionDeadline"):
+        if not all(hasattr(self._log, name) for name in _PRIVATE):
             self._log.destroy()
-            raise ClusterError("this pysyncobj version has no election deadline to hold while joining")
+            raise ClusterError(f"this pysyncobj version lacks the internals mocra relies on: {_PRIVATE}")
         self._wake = PipeNotifier(self._log._poller)
 
     # ------------------------------------------------------------------ Raft thread
