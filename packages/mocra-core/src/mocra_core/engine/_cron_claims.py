@@ -52,9 +52,9 @@ class CronClaims:
     their views of the membership differ for a moment). The marker lives `misfire_tolerance +
     MARKER_GRACE` seconds: past the tolerance no node fires that time any more.
 
-    What it does not do: a fire whose owner is not running (a member that died and was not removed
-    yet) is not queued by anyone; once the member is removed its keys move to the others, from the
-    next fire on.
+    A member that dies stops its heartbeats; once its last one is older than the plane's member TTL
+    (default 5 s) it is no longer live and its keys move to the others, from the next fire on. Its
+    accounts' fires in between (within about the TTL of its death) are queued by nobody.
 
     Args:
         ownership: Who owns which key.
