@@ -207,10 +207,10 @@ def test_three_nodes_crawl_over_nats_and_survive_a_sigkill(tmp_path: pathlib.Pat
     addrs = [free_addr() for _ in range(3)]
     started = time.monotonic()
     try:
-        # three initial voters (MOCRA_SEEDS lists them all; each contains the node's own address). Joining a
-        # single-node cluster through a seed waits for a commit the new voter must ack before it runs.
-        seeds = ",".join(addrs)
-        first, *others = [start_node(tmp_path, site, job, f"n{i}", addrs[i], seeds) for i in range(3)]
+        # n0 bootstraps a single-node cluster (MOCRA_SEEDS empty); n1 and n2 join through it, at once.
+        first = start_node(tmp_path, site, job, "n0", addrs[0], "")
+        wait_for_port(addrs[0], first, time.monotonic() + 20)
+        others = [start_node(tmp_path, site, job, f"n{i}", addrs[i], addrs[0]) for i in (1, 2)]
         deadline = time.monotonic() + 40
         while len(items(tmp_path / "n0.jsonl")) < 30 or not all(
             items(tmp_path / f"n{i}.jsonl") for i in (1, 2)

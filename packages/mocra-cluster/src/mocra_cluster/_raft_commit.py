@@ -4,7 +4,8 @@ One write = one log entry: submitted from the event loop, replicated by the Raft
 confirmed by pysyncobj's callback once the entry is applied on this node (`Pending`, see
 `_raft_bridge.py`). What happens when it cannot be confirmed:
 
-* no majority connected: `NoQuorum` at once, nothing proposed;
+* no majority connected for `tuning.connection_timeout` (default 1 s): `NoQuorum`, nothing
+  proposed (the grace covers a voter just added, whose connection is still being set up);
 * the leader is unknown or unreachable (an election): wait, then propose to the new leader;
 * pysyncobj says the entry surely did not apply (queue full, not leader, replaced by another
   leader's entry): propose again;
@@ -16,6 +17,7 @@ confirmed by pysyncobj's callback once the entry is applied on this node (`Pendi
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import anyio
@@ -64,11 +66,16 @@ class Committer:
 
     async def _until_leader_reachable(self) -> None:
         node = self._node
+        without_quorum: float | None = None
         while True:
-            if not node.has_quorum:
+            if node.has_quorum:
+                without_quorum = None
+                if node.leader_reachable:
+                    return
+            elif without_quorum is None:
+                without_quorum = time.monotonic()
+            elif time.monotonic() - without_quorum >= self._tuning.connection_timeout:
                 raise NoQuorum(f"{node.addr}: connected to no majority of the voters {node.voters}")
-            if node.leader_reachable:
-                return
             await anyio.sleep(self._tuning.tick)
 
     async def remove_voter(self, addr: str) -> None:
