@@ -12,7 +12,7 @@ from mocra_cluster import FencedResource, StaleToken
 PRELUDE = """
 import sys, time
 import anyio
-from mocra_cluster import LocalControlPlane
+from mocra_cluster import Liveness, LocalControlPlane
 path = sys.argv[1]
 """
 
@@ -52,7 +52,8 @@ anyio.run(main)
     second = run(
         """
 async def main():
-    async with LocalControlPlane(path) as plane:
+    quiet = Liveness(heartbeat_interval=600, member_ttl=1200)  # no heartbeat among the counted commands
+    async with LocalControlPlane(path, liveness=quiet) as plane:
         print((await plane.get("config")).decode())
         print((await plane.lock_holder("job")).holder)
         print(await plane.acquire_lock("job", "second", ttl=600))  # still held by "first"
