@@ -17,6 +17,7 @@ from ..http import Request, Response
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..schedule import CronRunner, CronSchedule
+from ._activity import ActivityQueue
 from ._backends import (
     check_backends,
     is_shared,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ..download import Downloader
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
-    from ..queue import DeadLetter, QueueBackend
+    from ..queue import DeadLetter
     from ..sinks import DataSink
 
 __all__ = ("CrawlResult", "Engine", "Failure", "Progress", "describe_dead_letter")
@@ -146,7 +147,7 @@ class Engine:
         self._extra_downloaders = dict(downloaders)
         self._stats = Stats()
         self._interrupted = anyio.Event()
-        self._queue: QueueBackend | None = None
+        self._queue: ActivityQueue | None = None
         self._crons_running = 0
         self._shared = False
         self._coordination: Coordination | None = None
@@ -188,7 +189,7 @@ class Engine:
             )
             if plane is not None and self._ownership is None:
                 self._ownership = ControlPlaneOwnership(plane)
-            queue = await stack.enter_async_context(open_queue_for(settings, job, name))
+            queue = await stack.enter_async_context(ActivityQueue(open_queue_for(settings, job, name)))
             self._queue = queue
             coordination = await stack.enter_async_context(
                 open_coordination(settings, job, name, plane=plane)
@@ -320,21 +321,25 @@ class Engine:
         Shared queues are checked twice, 0.2 s apart, once every module was seeded (another worker may
         still be seeding).
         """
-        if await self._pending() != 0:
+        if not await self._nothing_pending():
             return False
         if not self._shared:
             return True
         if not await self._all_seeded():
             return False
         await anyio.sleep(0.2)
-        return await self._pending() == 0
+        return await self._nothing_pending()
 
-    async def _pending(self) -> int:
+    async def _nothing_pending(self) -> bool:
+        """Every topic's `pending` is 0, read while no write of this process ran (see `ActivityQueue`)."""
         assert self._queue is not None
-        total = 0
+        mark = self._queue.quiet()
+        if mark is None:
+            return False
         for topic in TOPICS:
-            total += await self._queue.pending(topic)
-        return total
+            if await self._queue.pending(topic):
+                return False
+        return self._queue.unchanged(mark)
 
     async def _seed(self, router: Router, coordination: Coordination) -> None:
         """Queue each autostart module's start tasks exactly once per job, whichever worker gets there first.
