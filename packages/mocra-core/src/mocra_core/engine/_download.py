@@ -70,16 +70,21 @@ class DownloadStage:
         self._stats = stats
         self._max_requests = max_requests
         self._stopping = False
+        self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping)
         self._delays_checked: set[str] = set()
 
     def stop(self) -> None:
         """Take no new requests; workers return after their current one."""
         self._stopping = True
 
+    def halt(self) -> None:
+        """Take no new requests, now (a lease in progress is cancelled); workers finish their current one."""
+        self._stopping = True
+        self._feeder.halt()
+
     async def run(self, concurrency: int) -> None:
         """Run the workers until `stop` is called (each finishes the request it holds)."""
-        feeder = Feeder(self._queue, _REQUESTS, "download", lambda: self._stopping)
-        await feeder.run(concurrency, self._handle)
+        await self._feeder.run(concurrency, self._handle)
 
     async def _handle(self, delivery: Delivery) -> None:
         request: Request = delivery.payload  # type: ignore[assignment]

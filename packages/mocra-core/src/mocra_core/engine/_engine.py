@@ -289,13 +289,16 @@ class Engine:
                         fetching.start_soon(generate.run)
                         fetching.start_soon(download.run, crawl.concurrency)
                         reason = await self._until_over()
-                        generate.stop()
-                        download.stop()
-                        if reason == "finished":
-                            fetching.cancel_scope.cancel("idle")
-                    parse.stop()
-                    if reason == "finished":
-                        parsing.cancel_scope.cancel("idle")
+                        if reason == "finished":  # stop leasing at once; what is in hand is finished
+                            generate.halt()
+                            download.halt()
+                        else:
+                            generate.stop()
+                            download.stop()
+                    if reason == "finished":  # (another worker's late responses are its own to parse)
+                        parse.halt()
+                    else:
+                        parse.stop()
                 watchers.cancel_scope.cancel("done")
             for writer in unique_writers:
                 writer.close()

@@ -52,36 +52,60 @@ class Feeder:
         self._drain = drain
         self._wait = wait
         self._idle = 0
+        self._halted = False
+        self._consuming: anyio.CancelScope | None = None
+        self._unstarted: dict[int, Delivery] = {}  # leased, not yet taken by a worker
+
+    def halt(self) -> None:
+        """Stop leasing now; the workers finish the deliveries they hold, then `run` returns.
+
+        A `consume` in progress is cancelled, which leases nothing.
+        """
+        self._halted = True
+        if self._consuming is not None:
+            self._consuming.cancel()
 
     async def run(self, workers: int, handle: Callable[[Delivery], Awaitable[None]]) -> None:
-        """Feed `workers` workers calling `handle` until the feeder stops; returns when all are done."""
-        send, receive = anyio.create_memory_object_stream["Delivery"](0)
-        async with anyio.create_task_group() as tg:
-            for index in range(workers):
-                tg.start_soon(self._work, receive.clone(), handle, name=f"{self._group}-{index}")
-            receive.close()
-            async with send:
-                while True:
-                    if self._should_stop() and not self._drain:
-                        return
-                    deliveries = await self._queue.consume(
-                        self._topic, group=self._group, max_messages=max(1, self._idle), wait=self._wait
-                    )
-                    if not deliveries and self._should_stop():
-                        return
-                    await self._hand_out(deliveries, send.send)
+        """Feed `workers` workers calling `handle` until the feeder stops; returns when all are done.
 
-    async def _hand_out(
-        self, deliveries: Sequence[Delivery], send: Callable[[Delivery], Awaitable[None]]
-    ) -> None:
-        for index, delivery in enumerate(deliveries):
-            try:
-                await send(delivery)
-            except anyio.get_cancelled_exc_class():
+        Deliveries leased but not yet taken by a worker when the feeder is cancelled are handed back
+        (nacked without delay), also one that a cancelled `send` reports unsent though a worker took it
+        (anyio raises the cancellation after the handover), which a worker then handles as usual.
+        """
+        send, receive = anyio.create_memory_object_stream["Delivery"](0)
+        try:
+            async with anyio.create_task_group() as tg:
+                for index in range(workers):
+                    tg.start_soon(self._work, receive.clone(), handle, name=f"{self._group}-{index}")
+                receive.close()
+                async with send:
+                    await self._feed(send.send)
+        finally:
+            if self._unstarted:
+                left, self._unstarted = list(self._unstarted.values()), {}
                 with anyio.move_on_after(5, shield=True):
-                    for left in deliveries[index:]:
-                        await self._queue.nack(left, delay=0, reason="worker cancelled")
-                raise
+                    for delivery in left:
+                        await self._queue.nack(delivery, delay=0, reason="worker cancelled")
+
+    async def _feed(self, send: Callable[[Delivery], Awaitable[None]]) -> None:
+        while not self._halted:
+            if self._should_stop() and not self._drain:
+                return
+            deliveries: Sequence[Delivery] = ()
+            with anyio.CancelScope() as self._consuming:
+                deliveries = await self._queue.consume(
+                    self._topic, group=self._group, max_messages=max(1, self._idle), wait=self._wait
+                )
+            self._consuming = None
+            if not deliveries and (self._consuming_cancelled() or self._should_stop()):
+                return
+            for delivery in deliveries:
+                self._unstarted[id(delivery)] = delivery
+            for delivery in deliveries:
+                await send(delivery)
+
+    def _consuming_cancelled(self) -> bool:
+        return self._halted  # a method: `halt` flips it while `_feed` awaits
 
     async def _work(
         self, receive: MemoryObjectReceiveStream[Delivery], handle: Callable[[Delivery], Awaitable[None]]
@@ -95,4 +119,5 @@ class Feeder:
                     return
                 finally:
                     self._idle -= 1
+                self._unstarted.pop(id(delivery), None)
                 await handle(delivery)

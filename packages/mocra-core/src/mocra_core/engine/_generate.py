@@ -10,6 +10,7 @@ import anyio
 
 from ..http import Request
 from ..modules import Task, TaskCtx
+from ._feeder import Feeder
 
 if TYPE_CHECKING:
     from ..observe import Stats
@@ -39,16 +40,20 @@ class GenerateStage:
         self._writers = writers
         self._stats = stats
         self._stopping = False
+        self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping)
 
     def stop(self) -> None:
         """Take no new tasks."""
         self._stopping = True
 
+    def halt(self) -> None:
+        """Take no new tasks, now: a lease in progress is cancelled; the task in hand is finished."""
+        self._stopping = True
+        self._feeder.halt()
+
     async def run(self) -> None:
         """Handle tasks until `stop` is called."""
-        while not self._stopping:
-            for delivery in await self._queue.consume(TASKS, group="generate", max_messages=16, wait=0.2):
-                await self._handle(delivery)
+        await self._feeder.run(1, self._handle)
 
     async def _handle(self, delivery: Delivery) -> None:
         task = delivery.payload

@@ -53,15 +53,20 @@ class ParseStage:
         self._chain = chain
         self._stats = stats
         self._stopping = False
+        self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True)
 
     def stop(self) -> None:
         """Return once the response queue is empty (call after the download stage has stopped)."""
         self._stopping = True
 
+    def halt(self) -> None:
+        """Take no new responses, now (no drain); workers finish the one they hold."""
+        self._stopping = True
+        self._feeder.halt()
+
     async def run(self, workers: int) -> None:
         """Run the workers until `stop` is called and no response is left."""
-        feeder = Feeder(self._queue, _RESPONSES, "parse", lambda: self._stopping, drain=True)
-        await feeder.run(workers, self._handle)
+        await self._feeder.run(workers, self._handle)
 
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
