@@ -58,6 +58,10 @@ logger = logging.getLogger(__name__)
 
 TOPICS = (TASKS, REQUESTS, RESPONSES)
 StopReason = Literal["finished", "interrupted", "max_pages"]
+IDLE_POLL = 0.01
+"""Seconds between two looks at whether a one-process run is over."""
+IDLE_POLL_SHARED = 0.1
+"""The same for a worker of a shared queue (a look there is a broker round trip per topic)."""
 
 
 class Progress(msgspec.Struct, kw_only=True):
@@ -307,6 +311,10 @@ class Engine:
     async def _until_over(self) -> StopReason:
         assert self._queue is not None
         budget = self._settings.crawl.max_pages
+        # a worker that wrote to the queue since the last look is not idle: ask the broker only when it
+        # was quiet for a whole interval (a busy worker costs the broker no `pending` calls)
+        interval = IDLE_POLL_SHARED if self._shared else IDLE_POLL
+        last: int | None = None
         while True:
             if self._interrupted.is_set():
                 logger.info("interrupted: finishing requests in flight")
@@ -314,9 +322,10 @@ class Engine:
             if budget is not None and self._stats.requests >= budget:
                 logger.info("page budget of %d reached", budget)
                 return "max_pages"
-            if self._crons_running == 0 and await self._is_idle():
+            mark, last = last, self._queue.quiet()
+            if mark is not None and mark == last and self._crons_running == 0 and await self._is_idle():
                 return "finished"
-            await anyio.sleep(0.01)
+            await anyio.sleep(interval)
 
     async def _is_idle(self) -> bool:
         """Nothing queued, leased or delayed on any topic.
