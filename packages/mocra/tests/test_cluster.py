@@ -43,7 +43,9 @@ async def tree_page(request: ServerRequest) -> ServerResponse:
     n = int(request.path.rsplit("/", 1)[1])
     if n >= PAGES:
         return ServerResponse(404, "no")
-    await anyio.sleep(0.01)
+    # slow enough that the bootstrap node, crawling alone until the others have joined (1-2 s), is still
+    # far from done when they come in (at 0.01 s it could finish the 300 pages before they got any work)
+    await anyio.sleep(0.2)
     links = "".join(f'<a href="/p/{k}">{k}</a>' for k in (2 * n + 1, 2 * n + 2, n // 2) if k < PAGES)
     return ServerResponse(body=f"<html><body>{links}</body></html>")
 

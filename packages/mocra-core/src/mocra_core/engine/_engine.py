@@ -62,6 +62,8 @@ IDLE_POLL = 0.01
 """Seconds between two looks at whether a one-process run is over."""
 IDLE_POLL_SHARED = 0.1
 """The same for a worker of a shared queue (a look there is a broker round trip per topic)."""
+ACTIVITY_KEY = "activity"
+"""Coordination counter the workers of a shared queue bump while they work (see `Engine._is_idle`)."""
 
 
 class Progress(msgspec.Struct, kw_only=True):
@@ -323,24 +325,30 @@ class Engine:
                 logger.info("page budget of %d reached", budget)
                 return "max_pages"
             mark, last = last, self._queue.quiet()
-            if mark is not None and mark == last and self._crons_running == 0 and await self._is_idle():
-                return "finished"
+            if mark is not None and mark == last:
+                if self._crons_running == 0 and await self._is_idle():
+                    return "finished"
+            elif self._shared and self._coordination is not None:
+                await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (see _is_idle)
             await anyio.sleep(interval)
 
     async def _is_idle(self) -> bool:
         """Nothing queued, leased or delayed on any topic.
 
         Shared queues are checked twice, 0.2 s apart, once every module was seeded (another worker may
-        still be seeding).
+        still be seeding), and only count if no worker was active in between: each active worker bumps
+        the job's `ACTIVITY_KEY` counter every `IDLE_POLL_SHARED` seconds, so another worker's message
+        moving from one topic to the next while the topics were read one by one does not look like an
+        empty job.
         """
-        if not await self._nothing_pending():
-            return False
         if not self._shared:
-            return True
-        if not await self._all_seeded():
+            return await self._nothing_pending()
+        assert self._coordination is not None
+        before = await self._coordination.get(ACTIVITY_KEY)
+        if not await self._nothing_pending() or not await self._all_seeded():
             return False
         await anyio.sleep(0.2)
-        return await self._nothing_pending()
+        return await self._nothing_pending() and await self._coordination.get(ACTIVITY_KEY) == before
 
     async def _nothing_pending(self) -> bool:
         """Every topic's `pending` is 0, read while no write of this process ran (see `ActivityQueue`)."""
