@@ -59,7 +59,7 @@ class BenchSpider(Spider[Item]):
         for url in response.links("a.item"):
             ctx.follow(url, callback=self.parse_item)
         for url in response.links("a.next"):
-            ctx.follow(url)
+            ctx.follow(url, priority=1)  # the listing chain is the crawl's critical path: keep it moving
 
     async def parse_item(self, response: Response, ctx: Ctx[Item]) -> None:
         """An item page: emit the item, follow the related items."""
