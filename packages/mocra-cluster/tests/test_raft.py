@@ -162,7 +162,7 @@ async def test_a_voter_without_its_peers_fails_fast_with_no_quorum(tmp_path: pat
     addr, absent = free_addr(), free_addr()
     config = ClusterConfig.bootstrap("a", addr, tmp_path / "a", password=PASSWORD, peers=[absent])
     async with RaftControlPlane(config) as plane:
-        with anyio.fail_after(2), pytest.raises(NoQuorum, match="no majority"):
+        with anyio.fail_after(RaftTuning().quorum_grace + 2), pytest.raises(NoQuorum, match="no majority"):
             await plane.set("k", b"v")
 
 

@@ -4,7 +4,7 @@ One write = one log entry: submitted from the event loop, replicated by the Raft
 confirmed by pysyncobj's callback once the entry is applied on this node (`Pending`, see
 `_raft_bridge.py`). What happens when it cannot be confirmed:
 
-* no majority connected for `tuning.connection_timeout` (default 1 s): `NoQuorum`, nothing
+* no majority connected for `tuning.quorum_grace` (default 3 s): `NoQuorum`, nothing
   proposed (the grace covers a voter just added, whose connection is still being set up);
 * the leader is unknown or unreachable (an election): wait, then propose to the new leader;
 * pysyncobj says the entry surely did not apply (queue full, not leader, replaced by another
@@ -74,7 +74,7 @@ class Committer:
                     return
             elif without_quorum is None:
                 without_quorum = time.monotonic()
-            elif time.monotonic() - without_quorum >= self._tuning.connection_timeout:
+            elif time.monotonic() - without_quorum >= self._tuning.quorum_grace:
                 raise NoQuorum(f"{node.addr}: connected to no majority of the voters {node.voters}")
             await anyio.sleep(self._tuning.tick)
 

@@ -39,6 +39,9 @@ class RaftTuning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             long a silent member stays live (default 5 s): it then owns no partitions.
         join_timeout: How long a node joining through a seed keeps asking to be added (another
             membership change may be in progress) before it fails with `ClusterUnavailable`.
+        quorum_grace: How long a write waits for this node to be connected to a majority of the
+            voters before it fails with `NoQuorum` (after a leader dies, the survivors may need a
+            reconnect and an election).
 
     Example:
         >>> tuning = RaftTuning()
@@ -63,6 +66,7 @@ class RaftTuning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     batch_appends: bool = False
     liveness: Liveness = Liveness()
     join_timeout: float = 30.0
+    quorum_grace: float = 3.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -74,6 +78,7 @@ class RaftTuning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             "commit_timeout",
             "compaction_min_time",
             "join_timeout",
+            "quorum_grace",
         ):
             value = getattr(self, name)
             if not value > 0:

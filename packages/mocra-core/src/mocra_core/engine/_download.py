@@ -13,6 +13,7 @@ import anyio
 from .._errors import DownloadError
 from ..modules import LoginFailed
 from ._feeder import Feeder
+from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
     from ..download import DomainLimiter, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
@@ -99,6 +100,8 @@ class DownloadStage:
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
+        except TRANSIENT as exc:  # the politeness gate, seen set or broker is out of reach for now
+            await retry_later(self._queue, delivery, exc, self._stats)
         except Exception as exc:  # a bug in a middleware or a downloader: keep the request, keep crawling
             self._stats.errors += 1
             logger.exception("download of %s failed unexpectedly", request.url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -38,6 +39,7 @@ from ._login import LoginManager
 from ._parse import ParseStage
 from ._router import Router
 from ._runbook import RunBook
+from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -329,7 +331,8 @@ class Engine:
                 if self._crons_running == 0 and await self._is_idle():
                     return "finished"
             elif self._shared and self._coordination is not None:
-                await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (see _is_idle)
+                with contextlib.suppress(*TRANSIENT):  # a missed bump only delays the others' checks
+                    await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (_is_idle)
             await anyio.sleep(interval)
 
     async def _is_idle(self) -> bool:

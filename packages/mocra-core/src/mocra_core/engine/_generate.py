@@ -11,6 +11,7 @@ import anyio
 from ..http import Request
 from ..modules import Task, TaskCtx
 from ._feeder import Feeder
+from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
     from ..observe import Stats
@@ -78,6 +79,9 @@ class GenerateStage:
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
+        except TRANSIENT as exc:  # the seen set, coordination store or broker is out of reach for now
+            await retry_later(self._queue, delivery, exc, self._stats)
+            return
         except Exception as exc:
             await self._failed(delivery, task, exc)
             return

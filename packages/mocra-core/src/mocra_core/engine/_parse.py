@@ -11,6 +11,7 @@ import anyio
 from ..modules import Ctx
 from ._feeder import Feeder
 from ._items import SinkWriteFailed
+from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -91,6 +92,9 @@ class ParseStage:
             raise
         except SinkWriteFailed as exc:
             await self._dead_letter(delivery, module, node, str(exc))
+            return
+        except TRANSIENT as exc:  # the seen set, coordination store or broker is out of reach for now
+            await retry_later(self._queue, delivery, exc, self._stats)
             return
         except Exception as exc:  # the user's callback (or routing) failed: record it, keep crawling
             self._stats.errors += 1
