@@ -14,18 +14,12 @@ from ._checks import check_name, check_partition, check_ttl
 from ._collections import CollectionCalls
 from ._commands import (
     DEFAULT_KEEP,
-    AcquireLock,
     AcquirePartition,
-    CompareAndSet,
-    Delete,
     Join,
     Publish,
-    ReleaseLock,
     ReleasePartition,
     Remove,
-    RenewLock,
     RenewPartition,
-    Set,
 )
 from ._errors import ClusterClosed, ClusterError
 from ._liveness import Liveness, send_heartbeats
@@ -33,6 +27,7 @@ from ._lmdb_store import LmdbStateStore
 from ._machine import StateMachine
 from ._partitions import owned_partitions, owner, partition_of
 from ._protocol import ClusterStatus
+from ._writes import WriteCalls
 
 if TYPE_CHECKING:
     import os
@@ -50,7 +45,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-class LocalControlPlane(CollectionCalls):
+class LocalControlPlane(WriteCalls, CollectionCalls):
     """A `ControlPlane` for the processes of one host: durable, always the leader, term 1.
 
     Every write is one `StateMachine.apply` in one LMDB write transaction, so the processes that open
@@ -158,53 +153,7 @@ class LocalControlPlane(CollectionCalls):
         """Return the value of `key`, or None if it is absent or expired."""
         return (await self._read()).get(check_name("key", key), self._clock())
 
-    async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        """Store `value` under `key`, expiring after `ttl` seconds if given."""
-        ttl = None if ttl is None else check_ttl(ttl)
-        await self._apply(Set(key=check_name("key", key), value=value, now=self._clock(), ttl=ttl))
-
-    async def delete(self, key: str) -> bool:
-        """Remove `key`; True if it held a live value."""
-        return bool(await self._apply(Delete(key=check_name("key", key), now=self._clock())))
-
-    async def compare_and_set(
-        self, key: str, expected: bytes | None, value: bytes | None, *, ttl: float | None = None
-    ) -> bool:
-        """Replace `key` by `value` (None deletes) if it holds `expected` (None: absent); True if it did."""
-        ttl = None if ttl is None else check_ttl(ttl)
-        command = CompareAndSet(
-            key=check_name("key", key), expected=expected, value=value, now=self._clock(), ttl=ttl
-        )
-        return bool(await self._apply(command))
-
     # ------------------------------------------------------------------ locks
-
-    async def acquire_lock(self, key: str, holder: str, ttl: float) -> int | None:
-        """Take lock `key` for `ttl` seconds; return its fencing token, or None if another holds it."""
-        command = AcquireLock(
-            key=check_name("key", key),
-            holder=check_name("holder", holder),
-            ttl=check_ttl(ttl),
-            now=self._clock(),
-        )
-        token = await self._apply(command)
-        return None if token is None else int(token)
-
-    async def renew_lock(self, key: str, holder: str, token: int, ttl: float) -> bool:
-        """Extend lock `key` to `ttl` seconds from now if its latest grant is `(holder, token)`."""
-        command = RenewLock(
-            key=check_name("key", key),
-            holder=check_name("holder", holder),
-            token=token,
-            ttl=check_ttl(ttl),
-            now=self._clock(),
-        )
-        return bool(await self._apply(command))
-
-    async def release_lock(self, key: str, holder: str, token: int) -> bool:
-        """Free lock `key` if its latest grant is `(holder, token)`; True if it did."""
-        command = ReleaseLock(key=check_name("key", key), holder=check_name("holder", holder), token=token)
-        return bool(await self._apply(command))
 
     async def lock_holder(self, key: str) -> LockInfo | None:
         """Return the live grant of lock `key`, or None."""

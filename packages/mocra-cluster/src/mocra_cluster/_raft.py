@@ -26,14 +26,10 @@ from ._checks import check_name, check_partition, check_ttl
 from ._collections import CollectionCalls
 from ._commands import (
     DEFAULT_KEEP,
-    AcquireLock,
     AcquirePartition,
-    CompareAndSet,
-    Delete,
     Heartbeat,
     Join,
     Publish,
-    ReleaseLock,
     ReleasePartition,
     Remove,
     RenewLock,
@@ -50,6 +46,7 @@ from ._raft_commit import Committer
 from ._raft_start import admit, start_node
 from ._raft_status import RaftStatus
 from ._store import MemoryStateStore
+from ._writes import WriteCalls
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -70,7 +67,7 @@ _IDEMPOTENT = (Set, RenewLock, RenewPartition, Heartbeat)
 """Commands whose second application changes neither the state nor the result."""
 
 
-class RaftControlPlane(CollectionCalls):
+class RaftControlPlane(WriteCalls, CollectionCalls):
     """A `ControlPlane` replicated with Raft across the nodes of `config`; use it with `async with`.
 
     Needs anyio's asyncio backend. Entering starts the node (binds `config.addr`) and its Raft
@@ -237,53 +234,7 @@ class RaftControlPlane(CollectionCalls):
         with node.lock:
             return self._machine.get(key, self._clock())
 
-    async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        """Store `value` under `key`, expiring after `ttl` seconds if given."""
-        ttl = None if ttl is None else check_ttl(ttl)
-        await self.propose(Set(key=check_name("key", key), value=value, ttl=ttl, now=self._clock()))
-
-    async def delete(self, key: str) -> bool:
-        """Remove `key`; True if it held a live value."""
-        return bool(await self.propose(Delete(key=check_name("key", key), now=self._clock())))
-
-    async def compare_and_set(
-        self, key: str, expected: bytes | None, value: bytes | None, *, ttl: float | None = None
-    ) -> bool:
-        """Replace `key` by `value` (None deletes) if it holds `expected` (None: absent); True if it did."""
-        ttl = None if ttl is None else check_ttl(ttl)
-        command = CompareAndSet(
-            key=check_name("key", key), expected=expected, value=value, ttl=ttl, now=self._clock()
-        )
-        return bool(await self.propose(command))
-
     # ------------------------------------------------------------------ fenced locks
-
-    async def acquire_lock(self, key: str, holder: str, ttl: float) -> int | None:
-        """Take lock `key` for `ttl` seconds; return its fencing token, or None if another holds it."""
-        command = AcquireLock(
-            key=check_name("key", key),
-            holder=check_name("holder", holder),
-            ttl=check_ttl(ttl),
-            now=self._clock(),
-        )
-        token = await self.propose(command)
-        return None if token is None else int(token)
-
-    async def renew_lock(self, key: str, holder: str, token: int, ttl: float) -> bool:
-        """Extend lock `key` to `ttl` seconds from now if its latest grant is `(holder, token)`."""
-        command = RenewLock(
-            key=check_name("key", key),
-            holder=check_name("holder", holder),
-            token=token,
-            ttl=check_ttl(ttl),
-            now=self._clock(),
-        )
-        return bool(await self.propose(command))
-
-    async def release_lock(self, key: str, holder: str, token: int) -> bool:
-        """Free lock `key` if its latest grant is `(holder, token)`; True if it did."""
-        command = ReleaseLock(key=check_name("key", key), holder=check_name("holder", holder), token=token)
-        return bool(await self.propose(command))
 
     async def lock_holder(self, key: str, *, linearizable: bool = False) -> LockInfo | None:
         """Return the live grant of lock `key`, or None."""
