@@ -41,7 +41,14 @@ if TYPE_CHECKING:
 
     from redis.commands.core import AsyncScript
 
-__all__ = ("BACKSTOP_GRACE", "RedisCoordination", "connect_redis", "ping_redis", "redis_failure")
+__all__ = (
+    "BACKSTOP_GRACE",
+    "RedisCoordination",
+    "RedisResource",
+    "connect_redis",
+    "ping_redis",
+    "redis_failure",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +86,49 @@ async def ping_redis(client: Redis, url: str) -> None:
         raise redis_failure(url, exc) from exc
 
 
-class RedisCoordination:
+class RedisResource:
+    """The connection life of a Redis-backed object (coordination, seen set, politeness gate).
+
+    `async with` checks that Redis answers (else closes and raises `BackendUnavailable` naming the URL);
+    `aclose` closes the connections once. Subclasses set `_redis`, `_url` and `_closed`, and may override
+    `_open` to raise their own error for a call on a closed object.
+    """
+
+    _redis: Redis
+    _url: str
+    _closed: bool
+
+    def _open(self) -> Redis:
+        if self._closed:
+            raise BackendError("redis", self._url, "closed")
+        return self._redis
+
+    async def aclose(self) -> None:
+        """Close the connections; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._redis.aclose()
+
+    async def __aenter__(self) -> Self:
+        try:
+            await ping_redis(self._open(), self._url)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class RedisCoordination(RedisResource):
     """Coordination shared by the workers of a job on any number of hosts, through one Redis server.
 
     Every call is one Lua script or one command, so it is atomic in Redis and costs one round trip:
@@ -383,16 +432,3 @@ class RedisCoordination:
             self._closed = True
             with anyio.CancelScope(shield=True):
                 await self._redis.aclose()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await ping_redis(self._open(), self._url)
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import anyio
 from redis.exceptions import RedisError
 
 from .._errors import redact
-from ..coordination._redis import connect_redis, ping_redis, redis_failure
+from ..coordination._redis import RedisResource, connect_redis, redis_failure
 from ._errors import SeenSetError
 from ._seen_set import check_fingerprints
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from types import TracebackType
-    from typing import Self
 
     from redis.asyncio import Redis
 
@@ -32,7 +29,7 @@ return table.concat(new)
 _NEW = ord("1")
 
 
-class RedisSeenSet:
+class RedisSeenSet(RedisResource):
     """A seen-set kept in the Redis set `{namespace}:{key}`, so workers on many hosts dedup together.
 
     `add_if_absent` sends a whole batch as one Lua script (one round trip, the fingerprints joined into
@@ -123,27 +120,3 @@ class RedisSeenSet:
             return await self._open().scard(self._key)
         except RedisError as exc:
             raise redis_failure(self._url, exc) from exc
-
-    async def aclose(self) -> None:
-        """Close the connections (the set stays in Redis); calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        with anyio.CancelScope(shield=True):
-            await self._redis.aclose()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await ping_redis(self._open(), self._url)
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

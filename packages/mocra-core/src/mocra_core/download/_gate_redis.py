@@ -7,17 +7,13 @@ import math
 import uuid
 from typing import TYPE_CHECKING
 
-import anyio
 from redis.exceptions import RedisError
 
 from .._errors import BackendError, redact
-from ..coordination._redis import connect_redis, ping_redis, redis_failure
+from ..coordination._redis import RedisResource, connect_redis, redis_failure
 from ._gate import Ticket, check_enter
 
 if TYPE_CHECKING:
-    from types import TracebackType
-    from typing import Self
-
     from redis.asyncio import Redis
 
 __all__ = ("RedisDomainGate",)
@@ -61,7 +57,7 @@ return 1
 _US = 1_000_000
 
 
-class RedisDomainGate:
+class RedisDomainGate(RedisResource):
     """A `DomainGate` kept in Redis, shared by the workers of a job on any number of hosts.
 
     Per domain, the holders are the sorted set `{namespace}:gate:{domain}` (holder → expiry) and the
@@ -168,27 +164,3 @@ class RedisDomainGate:
         except RedisError as exc:
             raise redis_failure(self._url, exc) from exc
         return bool(renewed)
-
-    async def aclose(self) -> None:
-        """Close the connections; calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        with anyio.CancelScope(shield=True):
-            await self._redis.aclose()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await ping_redis(self._open(), self._url)
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
