@@ -74,3 +74,20 @@ async def test_cancelled_feeder_hands_back_what_no_worker_took() -> None:
         again = await queue.consume("t", group="g", max_messages=10, wait=0)
         assert {d.payload for d in again} == {"b", "c"}
         assert all(d.attempt <= 2 for d in again)
+
+
+async def test_redelivered_work_requeues_a_seen_url_once_per_process() -> None:
+    from mocra_core.dedup import MemorySeenSet
+    from mocra_core.engine._frontier import REQUESTS, Frontier
+    from mocra_core.http import Request
+    from mocra_core.observe import Stats
+
+    async with MemoryQueue() as queue:
+        frontier = Frontier(queue, MemorySeenSet(), Stats())
+        await frontier.submit([Request("http://example.com/0")])
+        # two redelivered responses both link to /0: queued past dedup once (it may not have reached the
+        # queue before the crash), not once per response
+        for _ in range(2):
+            await frontier.submit([Request("http://example.com/0")], redelivered=True)
+        await frontier.submit([Request("http://example.com/0")])  # plain duplicate: dropped
+        assert await queue.pending(REQUESTS) == 2

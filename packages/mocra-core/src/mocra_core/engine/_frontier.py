@@ -44,6 +44,7 @@ class Frontier:
         self._seen = seen
         self._stats = stats
         self._max_depth = max_depth
+        self._requeued: set[bytes] = set()  # seen keys this process queued past dedup (redelivered work)
 
     async def submit(
         self,
@@ -58,8 +59,9 @@ class Frontier:
         `scope` names the dedup namespace (the module; for a cron module, the module run). `redelivered`
         means the requests come from work that was handed out before (its worker died or timed out): they
         may already be in the seen set without having reached the queue (the worker died between the
-        two), so they are queued even if seen — at least once, never lost. `key` is their queue partition
-        key (account affinity), if any.
+        two), so they are queued even if seen — at least once, never lost — but once per process: several
+        redelivered responses linking one URL queue it once. `key` is their queue partition key (account
+        affinity), if any.
         """
         if not requests:
             return ()
@@ -71,10 +73,13 @@ class Frontier:
         if self._seen is not None:
             checked = [r for r in requests if not r.dont_filter]
             if checked:
-                fresh = await self._seen.add_if_absent([_seen_key(r, scope) for r in checked])
+                keys = [_seen_key(r, scope) for r in checked]
+                fresh = await self._seen.add_if_absent(keys)
                 duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
                 if duplicates and redelivered:
-                    duplicates = set()
+                    again = [(r, k) for r, k, new in zip(checked, keys, fresh, strict=True) if not new]
+                    duplicates = {id(r) for r, k in again if k in self._requeued}
+                    self._requeued.update(k for _, k in again)
                 if duplicates:
                     self._stats.drop("duplicate", len(duplicates))
                     requests = [r for r in requests if id(r) not in duplicates]
