@@ -18,8 +18,8 @@ import redis.asyncio as aioredis
 from anyio import wait_all_tasks_blocked
 
 from mocra_core import BackendUnavailable, ConfigError
+from mocra_core._gather import Gather
 from mocra_core.queue import MsgpackCodec, RedisStreamsQueue, open_queue
-from mocra_core.queue._redis_gather import Gather
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

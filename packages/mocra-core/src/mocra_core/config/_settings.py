@@ -27,13 +27,18 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             (`None` = keep firing until interrupted).
         account_affinity: On a cluster, queue each account's tasks and requests under its partition key
             (`p<n>`), so one account's work goes through one partition lane, one message at a time.
+        direct_parse: Hand a downloaded response straight to an idle parse worker of the same process
+            instead of through the response queue (on a broker: no response round trip). The request stays
+            leased until its response is parsed, so a crash downloads it again, and a failed parse retries
+            or dead-letters the request (replay downloads again). `False`: every response goes through the
+            response queue, so a failed parse is retried or replayed without downloading again.
         job: Name of the crawl job: workers started with the same name (and queue URL) share one crawl; it
             namespaces queues, dedup and coordination on shared backends. Default: the spider/module names.
         job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
     """
 
     concurrency: int = 64
-    parse_workers: int = 8
+    parse_workers: int = 16
     per_domain_concurrency: int = 8
     per_domain_delay: float = 0.0
     obey_robots: bool = True
@@ -42,6 +47,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     max_pages: int | None = None
     cron_max_fires: int | None = None
     account_affinity: bool = False
+    direct_parse: bool = True
     job: str | None = None
     job_dir: str | None = None
 

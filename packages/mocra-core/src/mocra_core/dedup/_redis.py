@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from redis.exceptions import RedisError
 
 from .._errors import redact
+from .._gather import Gather
 from ..coordination._redis import RedisResource, connect_redis, redis_failure
 from ._errors import SeenSetError
 from ._seen_set import check_fingerprints
@@ -35,7 +36,8 @@ class RedisSeenSet(RedisResource):
     `add_if_absent` sends a whole batch as one Lua script (one round trip, the fingerprints joined into
     one argument) that runs `SADD` per fingerprint and returns which were new; Redis runs a script
     alone, so concurrent batches from any number of workers agree (each fingerprint is new to exactly
-    one of them). `contains` is `SISMEMBER`, `count` `SCARD`. Measured against Redis 7.0 on the same
+    one of them). Batches added concurrently in one process while a script is on the wire share the
+    next script call. `contains` is `SISMEMBER`, `count` `SCARD`. Measured against Redis 7.0 on the same
     2-core VM (redis-py 8 without hiredis): ~105 µs for a batch of 1 (redis-py's own round trip is
     ~85-100 µs), ~3.4 µs per fingerprint in batches of 100 (~2.3 when all were seen before).
 
@@ -69,7 +71,7 @@ class RedisSeenSet(RedisResource):
         1
     """
 
-    __slots__ = ("_add", "_closed", "_key", "_redis", "_url", "name")
+    __slots__ = ("_add", "_adds", "_closed", "_key", "_redis", "_url", "name")
 
     def __init__(self, url: str, *, namespace: str = "mocra", key: str = "seen") -> None:
         if not namespace or not key:
@@ -79,6 +81,7 @@ class RedisSeenSet(RedisResource):
         self._key = self.name.encode()
         self._redis = connect_redis(url)
         self._add = self._redis.register_script(_ADD_IF_ABSENT)
+        self._adds: Gather[bytes, bytes] = Gather(self._add_all)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -101,10 +104,20 @@ class RedisSeenSet(RedisResource):
             return []
         self._open()
         try:
-            new: bytes = await self._add([self._key], [b"".join(fingerprints)])
+            new = await self._adds(b"".join(fingerprints))
         except RedisError as exc:
             raise redis_failure(self._url, exc) from exc
         return [n == _NEW for n in new]
+
+    async def _add_all(self, batches: list[bytes]) -> list[bytes]:
+        """One script for concurrent batches; each gets its part of the answer (one byte per fingerprint)."""
+        new: bytes = await self._add([self._key], [b"".join(batches)])
+        parts, start = [], 0
+        for batch in batches:
+            end = start + len(batch) // 16
+            parts.append(new[start:end])
+            start = end
+        return parts
 
     async def contains(self, fingerprint: bytes) -> bool:
         """Return whether `fingerprint` is in the set."""

@@ -1,4 +1,4 @@
-"""`DownloadStage`: request queue → politeness gate → (login) → downloader → response queue."""
+"""`DownloadStage`: request queue → gate → (login) → downloader → parse worker or response queue."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
+import msgspec
 
 from .._errors import DownloadError
 from ..modules import LoginFailed
@@ -16,6 +17,8 @@ from ._feeder import Feeder
 from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from ..download import DomainLimiter, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
     from ..http import Request, Response
     from ..middleware import MiddlewareChain
@@ -45,8 +48,11 @@ class Politeness:
 class DownloadStage:
     """Runs `concurrency` workers that each lease one request at a time and hand on its response.
 
-    A request is acknowledged only after its response is published, so a crash loses nothing. Failures
-    (network errors, timeouts, retryable statuses) go through the retry policy: back to the queue after a
+    A request is acknowledged only after its response is published, so a crash loses nothing. With
+    `direct` (the parse stage's `hand`), a response goes straight to a parse worker of this process (the
+    download worker waits for one to be free) as the request's delivery: the request stays leased until
+    its response is parsed (a crash downloads it again). Failures (network errors, timeouts, retryable
+    statuses) go through the retry policy: back to the queue after a
     backoff (`nack`), or to the dead-letter queue with the reason once retries are exhausted.
     """
 
@@ -60,6 +66,7 @@ class DownloadStage:
         stats: Stats,
         *,
         max_requests: int | None = None,
+        direct: Callable[[Delivery], Awaitable[bool]] | None = None,
     ) -> None:
         self._queue = queue
         self._router = router
@@ -70,6 +77,7 @@ class DownloadStage:
         self._chain = chain
         self._stats = stats
         self._max_requests = max_requests
+        self._direct = direct
         self._stopping = False
         self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping)
         self._delays_checked: set[str] = set()
@@ -153,6 +161,10 @@ class DownloadStage:
             if changed_response is None:
                 return await self._drop(delivery, module, request, "middleware")
             response = changed_response
+        if self._direct is not None and await self._direct(
+            msgspec.structs.replace(delivery, payload=response)
+        ):
+            return None  # a parse worker of this process has it (and acks the request when done)
         await self._queue.publish(RESPONSES, [response], priority=request.priority)
         await self._queue.ack([delivery])
         return None

@@ -234,6 +234,7 @@ class Engine:
                     GatedLimiter(local, await stack.enter_async_context(gate))
                 )
             )
+            parse = ParseStage(queue, router, writers, self._chain, self._stats)
             stages = _Stages(
                 generate=GenerateStage(queue, router, writers, self._stats),
                 download=DownloadStage(
@@ -244,8 +245,9 @@ class Engine:
                     self._chain,
                     self._stats,
                     max_requests=settings.crawl.max_pages,
+                    direct=parse.hand if settings.crawl.direct_parse else None,
                 ),
-                parse=ParseStage(queue, router, writers, self._chain, self._stats),
+                parse=parse,
             )
             await self._seed(router, coordination)
             crons = [self._cron_runner(module, router, coordination) for module in self._cron_modules()]

@@ -5,6 +5,9 @@ round trips where one call for the idle workers' share does. The feeder asks for
 there are idle workers (at least one) and hands each to a worker through an unbuffered stream, so a
 message is never held leased while no worker is free to take it (beyond the one asked for when all are
 busy).
+
+`hand` is the other way in: another stage of the same process hands a delivery straight to a
+worker (the download stage passes a response to a parse worker without a queue round trip).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import anyio
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from anyio.streams.memory import MemoryObjectReceiveStream
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from ..queue import Delivery, QueueBackend
 
@@ -54,6 +57,7 @@ class Feeder:
         self._idle = 0
         self._halted = False
         self._consuming: anyio.CancelScope | None = None
+        self._send: MemoryObjectSendStream[Delivery] | None = None  # while feeding
         self._unstarted: dict[int, Delivery] = {}  # leased, not yet taken by a worker
 
     def halt(self) -> None:
@@ -64,6 +68,22 @@ class Feeder:
         self._halted = True
         if self._consuming is not None:
             self._consuming.cancel()
+
+    async def hand(self, delivery: Delivery) -> bool:
+        """Hand `delivery` to a worker, waiting for one to be free; False (nothing done) once stopped.
+
+        A handed delivery is the worker's as if it had been consumed (handed back if the feeder is
+        cancelled before the worker starts on it).
+        """
+        if self._send is None or self._halted:
+            return False
+        self._unstarted[id(delivery)] = delivery
+        try:
+            await self._send.send(delivery)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._unstarted.pop(id(delivery), None)
+            return False
+        return True
 
     async def run(self, workers: int, handle: Callable[[Delivery], Awaitable[None]]) -> None:
         """Feed `workers` workers calling `handle` until the feeder stops; returns when all are done.
@@ -79,7 +99,11 @@ class Feeder:
                     tg.start_soon(self._work, receive.clone(), handle, name=f"{self._group}-{index}")
                 receive.close()
                 async with send:
-                    await self._feed(send.send)
+                    self._send = send
+                    try:
+                        await self._feed(send.send)
+                    finally:
+                        self._send = None
         finally:
             if self._unstarted:
                 left, self._unstarted = list(self._unstarted.values()), {}

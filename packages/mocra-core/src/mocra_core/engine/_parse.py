@@ -35,6 +35,8 @@ class ParseStage:
     """Runs parse workers.
 
     A response is acknowledged only after its items are written and its follow-ups and tasks are queued;
+    one the download stage handed over directly (`hand`) is the request's delivery with the response as
+    its payload, so acknowledging it acknowledges the request (and a failure dead-letters the request);
     a callback that raises sends the response to the dead-letter queue with the traceback, and the crawl
     goes on. When a module node's parse yields nothing to continue with, the advance gate may start its
     successors.
@@ -64,6 +66,10 @@ class ParseStage:
         """Take no new responses, now (no drain); workers finish the one they hold."""
         self._stopping = True
         self._feeder.halt()
+
+    async def hand(self, delivery: Delivery) -> bool:
+        """Have `delivery` (its payload a `Response`) parsed, waiting for a free worker; False if stopped."""
+        return await self._feeder.hand(delivery)
 
     async def run(self, workers: int) -> None:
         """Run the workers until `stop` is called and no response is left."""

@@ -30,7 +30,7 @@ How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
   process blocks on it with XREAD, the other waiting tasks wait for that one (`_redis_bell.Bell`).
 - **Round trips.** `publish` is one script per 1,000 messages, `consume` one (when something is
   ready), `ack` one per topic; concurrent publishes, consumes and acks of one topic in one process
-  share a script call (`_redis_gather.Gather`), so many workers handling one message each cost about
+  share a script call (`mocra_core._gather.Gather`), so many workers handling one message each cost about
   as much as one worker handling a batch.
 - **Outages.** Every call retries connection errors for up to `reconnect_timeout` seconds (scripts are
   reloaded, consumer groups recreated), then raises `BackendUnavailable`.
@@ -56,12 +56,12 @@ import anyio
 import msgspec
 
 from .._errors import PoisonMessage
+from .._gather import Gather
 from ._checks import check_limits, check_max_messages, check_payloads
 from ._delivery import DeadLetter, Delivery
 from ._envelope import Envelope, pack, unpack
 from ._redis_bell import Bell
 from ._redis_dlq import lane, read_dead_letters, replay_dead_letters
-from ._redis_gather import Gather
 from ._redis_store import RedisStore
 from ._waiters import new_lease_token
 

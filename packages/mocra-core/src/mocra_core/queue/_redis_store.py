@@ -15,14 +15,17 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._errors import BackendError, BackendUnavailable, ConfigError, redact
+from .._gather import Gather
 from ._redis_lua import ACK, END, FORGET, PENDING, PUBLISH, REPLAY, TAKE
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
+
+    from redis.commands.core import AsyncScript
 
 __all__ = ("Entry", "Publish", "RedisStore", "Taken")
 
@@ -34,6 +37,7 @@ SCAN_LIMIT = 1000  # stream entries one take reads (or delayed messages it moves
 _RETRYABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 StreamEntries = list[tuple[bytes, dict[bytes, bytes]]]
+Call = tuple["AsyncScript", "list[Any]"]  # a script and its arguments (it computes its keys)
 
 Publish = tuple[str, int, "str | None", "Sequence[bytes]"]
 """One publish: lane, delay (ms, 0 for none), partition key, envelopes."""
@@ -82,6 +86,10 @@ class Taken(NamedTuple):
 class RedisStore:
     """One Redis connection pool and the scripts of `_redis_lua.py`, with retries on connection errors.
 
+    Script calls made while another is on the wire go together in the next pipeline (one round trip,
+    one socket write), whatever their script: a worker's takes, acks and publishes of several topics
+    share round trips.
+
     Every call retries connection errors (and a server still loading its data) with backoff for up to
     `reconnect_timeout` seconds, then raises `BackendUnavailable`; other server errors raise
     `BackendError`. After `close`, calls raise `anyio.ClosedResourceError`.
@@ -106,6 +114,7 @@ class RedisStore:
         self._publish, self._take, self._ack = register(PUBLISH), register(TAKE), register(ACK)
         self._end, self._replay, self._pending = register(END), register(REPLAY), register(PENDING)
         self._forget = register(FORGET)
+        self._calls: Gather[Call, object] = Gather(self._pipeline)
 
     async def connect(self) -> None:
         """Check that the server answers and is recent enough.
@@ -170,8 +179,33 @@ class RedisStore:
                 logger.info("redis at %s reachable again", self.url)
             return result
 
-    async def _script(self, script: Any, args: list[Any]) -> Any:
-        return await self._run(partial(script, args=args))
+    async def _script(self, script: AsyncScript, args: list[Any]) -> Any:
+        result = await self._run(partial(self._calls, (script, args)))
+        if isinstance(result, RedisError):
+            raise BackendError("redis", self.url, str(result)) from result
+        return result
+
+    async def _pipeline(self, calls: list[Call]) -> list[object]:
+        """Run script calls in one pipeline; a call's server error is its result (loads missing scripts)."""
+        results: list[object] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        for _ in range(2):  # the second time after (re)loading scripts the server did not know
+            pipe = self._redis.pipeline(transaction=False)
+            for i in todo:
+                script, args = calls[i]
+                pipe.evalsha(script.sha, 0, *args)
+            replies = await pipe.execute(raise_on_error=False)
+            missing: dict[str, AsyncScript] = {}
+            for i, reply in zip(todo, replies, strict=True):
+                results[i] = reply
+                if isinstance(reply, NoScriptError):
+                    missing[calls[i][0].sha] = calls[i][0]
+            if not missing:
+                break
+            for script in missing.values():
+                script.sha = await self._redis.script_load(script.script)
+            todo = [i for i in todo if isinstance(results[i], NoScriptError)]
+        return results
 
     async def publish(self, prefix: str, batches: Sequence[Publish]) -> None:
         """Append each batch of envelopes to its lane (or the delayed set), all in one script."""
