@@ -151,6 +151,37 @@ async def test_commits_advance_only_past_contiguous_acks(
         await eventually(lambda: committed_is(3))
 
 
+async def test_an_ack_waits_for_two_state_writes_at_most(
+    make: Callable[..., KafkaQueue], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mocra_core.queue._kafka_state import StateLog
+
+    write = StateLog.write
+    waited: list[float] = []
+
+    async def slow(self: StateLog, states: Any) -> None:
+        await anyio.sleep(0.05)  # a slow broker: acks keep arriving while a write is in flight
+        await write(self, states)
+
+    async def ack(delivery: Delivery) -> None:
+        start = anyio.current_time()
+        await queue.ack([delivery])
+        waited.append(anyio.current_time() - start)
+
+    async with make() as queue:
+        await queue.publish(T, [str(n) for n in range(20)])
+        deliveries = await take(queue, 20)
+        monkeypatch.setattr(StateLog, "write", slow)
+        async with anyio.create_task_group() as tg:
+            for delivery in deliveries:  # one ack every 10 ms, 5 per write
+                tg.start_soon(ack, delivery)
+                await anyio.sleep(0.01)
+        # the write in flight, then the one its ack shares with the others that came meanwhile (a queue of
+        # acks each writing in turn made the last of them wait for every write before it: 0.25 s and more)
+        assert max(waited) < 0.2
+        assert await queue.pending(T) == 0
+
+
 async def test_garbage_and_undecodable_records_go_to_the_dlq_and_consuming_goes_on(
     make: Callable[..., KafkaQueue], url: str, kafka_namespace: str
 ) -> None:

@@ -18,6 +18,7 @@ import anyio
 import msgspec
 
 from .._errors import BackendError, BackendUnavailable, PoisonMessage
+from .._gather import Gather
 from ._envelope import Envelope, pack, unpack
 from ._kafka_driver import kafka_error, rebalance_listener
 from ._kafka_state import DONE, LOST, State, StateLog
@@ -79,7 +80,7 @@ class Reader(Window):
         self._fetch_wait_ms = max(1, int(fetch_wait * 1000))
         self.lanes: dict[str, int] = {}  # Kafka topic -> lane
         self._log = StateLog(wire, names, group, fetch_wait=fetch_wait)
-        self._persisting = anyio.Lock()
+        self._persists: Gather[None, None] = Gather(self._write_states)
         self._assigned: set[TopicPartition] | None = None  # to settle after a rebalance
         self._generation = 0
         self._joined = anyio.Event()
@@ -362,12 +363,14 @@ class Reader(Window):
         """Write the `State` of every partition leased from or finished in since its last write.
 
         Writes are one at a time, each built when it starts, so the last record of a partition is its
-        newest state; a caller whose change a write in flight missed writes again after it.
+        newest state; callers arriving while a write is in flight share the next one (group commit), so
+        a caller waits for two writes at most.
         """
-        async with self._persisting:
-            parts = [part for part in self.parts.values() if part.dirty and not part.dropped]
-            if not parts:
-                return
+        await self._persists(None)
+
+    async def _write_states(self, callers: list[None]) -> list[None]:
+        parts = [part for part in self.parts.values() if part.dirty and not part.dropped]
+        if parts:
             states: dict[TopicPartition, State] = {}
             for part in parts:
                 part.dirty = False
@@ -380,6 +383,7 @@ class Reader(Window):
                 for part in parts:
                     part.dirty = True
                 raise
+        return [None] * len(callers)
 
     async def quiesce(self, seconds: float) -> None:
         """After `close`: wait (up to `seconds`) for a commit in flight, so that it is not cancelled.
