@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 TRUTH = "/tmp/benchsite/_meta/truth.jsonl"
 BACKENDS = ("redis", "nats", "kafka")
+CORES = os.cpu_count() or 1
 
 
 # ---------------------------------------------------------------- workers
@@ -187,8 +188,8 @@ def check(files: list[str]) -> dict[str, Any]:
     }
 
 
-def record_check(group_dir: str, files: list[str]) -> int:
-    """Check `files` and add the result to the latest run record in `group_dir`."""
+def record_check(group_dir: str, files: list[str], servers_cpu: float | None = None) -> int:
+    """Check `files`; add the result (and the servers' CPU seconds) to the last run record in `group_dir`."""
     result = check(files)
     runs = sorted(glob.glob(os.path.join(group_dir, "run-*.json")), key=run_number)
     runs = [r for r in runs if r.count(".") == 1]
@@ -196,6 +197,8 @@ def record_check(group_dir: str, files: list[str]) -> int:
         with open(runs[-1]) as f:
             record = json.load(f)
         record["check"] = result
+        if servers_cpu is not None:
+            record["servers_cpu_s"] = servers_cpu
         with open(runs[-1], "w") as f:
             json.dump(record, f, indent=1, sort_keys=True)
     verdict = "OK" if result["ok"] else "FAIL"
@@ -277,6 +280,20 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "pps_run": median([r["app"]["pages_per_s_run"] for r in ok if r["app"].get("pages_per_s_run")]),
         "pps_crawl": median([r["app"].get("pages_per_s_crawl") or 0 for r in ok]),
         "cpu_ms_page": median([1000 * r["cpu_s"] / p for r, p in zip(ok, pages, strict=True) if p]),
+        "servers_ms_page": median(
+            [
+                1000 * r["servers_cpu_s"] / p
+                for r, p in zip(ok, pages, strict=True)
+                if p and "servers_cpu_s" in r
+            ]
+        ),
+        "nginx_ms_page": median(
+            [
+                1000 * r["nginx_cpu_s"] / p
+                for r, p in zip(ok, pages, strict=True)
+                if p and r.get("nginx_cpu_s")
+            ]
+        ),
         "pages": median(pages),
         "duplicates": median([r["check"]["duplicates"] for r in ok]),
         "chain": app_median(ok, "listing_chain_s"),
@@ -301,9 +318,9 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
     memory = rows.get("memory", {}).get("pps")
     lines = [
         "| run | workers | good runs | pages/s (run span) | pages/s (first→last response) | per worker / "
-        "in-memory | CPU ms/page | listing chain s (median hop ms) | responses | duplicate items | "
-        "machine busy % | failures |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "in-memory | CPU ms/page | servers · nginx CPU ms/page | listing chain s (median hop ms) | "
+        "responses | duplicate items | machine busy % | failures |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = ["memory", *(f"{b}_{n}w" for b in BACKENDS for n in (1, 2)), "scrapy_redis_2w"]
     for name in [*order, *sorted(set(rows) - set(order))]:
@@ -316,14 +333,15 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
             f"| {name} | {r['procs']} | {r['ok']}/{r['runs']} | "
             f"{fmt(r['pps_run'], flag=star)} | {fmt(r['pps_crawl'], flag=star)} | "
             f"{fmt(per_worker, 2, '×', flag=star)} | {fmt(r['cpu_ms_page'], 2)} | "
+            f"{fmt(r['servers_ms_page'], 2)} · {fmt(r['nginx_ms_page'], 2)} | "
             f"{fmt(r['chain'], 1)} ({fmt(r['hop'], 0)}) | {fmt(r['pages'])} | "
             f"{fmt(r['duplicates'])} | {fmt(r['busy'])} | {'; '.join(r['failures']) or '–'} |"
         )
     lines += [
         "",
         "| backend | 1 worker pages/s | 2 workers pages/s | scaling 2w / 1w (goal ≥ 1.7) | "
-        "per worker / in-memory, 1w · 2w (goal ≥ 0.7) |",
-        "|---|---|---|---|---|",
+        f"ceiling of the scaling on {CORES} cores | per worker / in-memory, 1w · 2w (goal ≥ 0.7) |",
+        "|---|---|---|---|---|---|",
     ]
     for backend in BACKENDS:
         r1, r2 = rows.get(f"{backend}_1w", {}), rows.get(f"{backend}_2w", {})
@@ -334,13 +352,30 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
         per2 = two / 2 / memory if two and memory else None
         lines.append(
             f"| {backend} | {fmt(one, flag=s1)} | {fmt(two, flag=s2)} | "
-            f"{fmt(scaling, 2, '×', flag=s1 or s2)} | "
+            f"{fmt(scaling, 2, '×', flag=s1 or s2)} | {fmt(ceiling(r1), 2, '×')} | "
             f"{fmt(per1, 2, '×', flag=s1)} · {fmt(per2, 2, '×', flag=s2)} |"
         )
     lines.append(f"\nin-memory single process: {fmt(memory)} pages/s")
+    lines.append(
+        f"\nceiling: what {CORES} cores allow 2 workers over 1 if a page costs them what it costs 1 worker: "
+        f"min(2, {CORES} × w / (w + s + n)), with w, s, n the 1-worker run's worker, servers and nginx CPU "
+        "per page (1 worker is bound by its own core, 2 by the machine)"
+    )
     if any(r.get("incomplete") for r in rows.values()):
         lines.append("\n\\* from runs that ended with items missing (see failures): a speed, not a result")
     return "\n".join(lines)
+
+
+def ceiling(one_worker: dict[str, Any]) -> float | None:
+    """The best 2-worker / 1-worker ratio this machine allows, from the 1-worker run's CPU per page.
+
+    One worker is one event loop: at most one core, so 1 worker does 1/w pages per CPU-second. Two
+    workers share the machine's cores with the servers and nginx, so at best CORES / (w + s + n).
+    """
+    w, s, n = (one_worker.get(k) for k in ("cpu_ms_page", "servers_ms_page", "nginx_ms_page"))
+    if not w or s is None or n is None:
+        return None
+    return min(2.0, CORES * w / (w + s + n))
 
 
 def summary(results: str, as_json: bool) -> int:
@@ -366,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS ({k} = worker index)")
     c = sub.add_parser("check", help="check a run's item files against the ground truth")
     c.add_argument("--record", required=True, help="the group's results dir (adds the check to its last run)")
+    c.add_argument(
+        "--servers-cpu", type=float, help="CPU seconds the servers (broker, Redis) used in the run"
+    )
     c.add_argument("files", nargs="+")
     s = sub.add_parser("summary", help="print the tables")
     s.add_argument("--results", default=os.environ.get("BENCH_RESULTS", "/tmp/benchresults"))
@@ -377,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("workers: no command given")
         return run_workers(args.procs, args.timeout, args.stall, args.watch, cmd)
     if args.command == "check":
-        return record_check(args.record, args.files)
+        return record_check(args.record, args.files, args.servers_cpu)
     return summary(args.results, args.json)
 
 

@@ -75,13 +75,27 @@ anyio.run(main, sys.argv[1])
 EOF
 }
 
+servers_cpu() {  # CPU seconds used so far by the servers the workers talk to (redis, nats, tansu)
+  local pids ticks=0 p
+  pids="$(pgrep -x redis-server || true) $(pgrep -x nats-server || true) $TANSU_PID"
+  for p in $pids; do
+    if [ -r "/proc/$p/stat" ]; then
+      ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    fi
+  done
+  echo "$ticks $(getconf CLK_TCK)" | awk '{printf "%.2f", $1 / $2}'
+}
+
 measure() {  # measure GROUP PROCS TIMEOUT CMD...: run the workers under measure.py, never fail the script
-  local group=$1 procs=$2 timeout=$3; shift 3
+  local group=$1 procs=$2 timeout=$3 before after; shift 3
   rm -f "$OUTDIR/dist-$group"-*.jsonl
+  before=$(servers_cpu)
   (cd "$OUTDIR" && "$PY" "$BENCH/measure.py" --name "$group" -- \
     "$MOCRA_PY" "$DIST" workers --procs "$procs" --timeout "$timeout" --stall "$STALL" \
     --watch "$OUTDIR/dist-$group-*.jsonl" -- "$@") || echo "!! $group: run failed (recorded)"
-  "$MOCRA_PY" "$DIST" check --record "$BENCH_RESULTS/$group" "$OUTDIR/dist-$group"-*.jsonl \
+  after=$(servers_cpu)
+  "$MOCRA_PY" "$DIST" check --record "$BENCH_RESULTS/$group" \
+    --servers-cpu "$(echo "$before $after" | awk '{printf "%.2f", $2 - $1}')" "$OUTDIR/dist-$group"-*.jsonl \
     || echo "!! $group: check failed (recorded)"
 }
 

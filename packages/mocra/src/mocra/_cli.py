@@ -213,7 +213,7 @@ def _configure_logging(verbosity: int) -> None:
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     if verbosity < 1:
-        for noisy in ("httpx", "httpcore", "mocra_core.engine._engine"):
+        for noisy in ("httpx", "httpcore", "mocra_core.engine._engine", "mocra_core.engine._end"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

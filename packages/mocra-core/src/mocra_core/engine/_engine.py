@@ -1,13 +1,12 @@
-"""`Engine`: the composition root of one run — builds the stages, runs them, decides when it is over."""
+"""`Engine`: the composition root of one run — builds the stages and runs them until `EndCheck` ends it."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -30,16 +29,17 @@ from ._backends import (
 )
 from ._cluster import open_cluster
 from ._cron_claims import CronClaims
-from ._download import RESPONSES, DownloadStage, Politeness
-from ._frontier import REQUESTS, Frontier
-from ._generate import TASKS, GenerateStage
+from ._download import DownloadStage, Politeness
+from ._end import TOPICS, EndCheck, StopReason
+from ._frontier import Frontier
+from ._generate import GenerateStage
 from ._items import ItemWriter
 from ._jobdir import JobDir
 from ._login import LoginManager
 from ._parse import ParseStage
 from ._router import Router
 from ._runbook import RunBook
-from ._transient import TRANSIENT
+from ._seeding import seed_once, start_tasks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -57,15 +57,6 @@ if TYPE_CHECKING:
 __all__ = ("CrawlResult", "Engine", "Failure", "Progress", "describe_dead_letter")
 
 logger = logging.getLogger(__name__)
-
-TOPICS = (TASKS, REQUESTS, RESPONSES)
-StopReason = Literal["finished", "interrupted", "max_pages"]
-IDLE_POLL = 0.01
-"""Seconds between two looks at whether a one-process run is over."""
-IDLE_POLL_SHARED = 0.1
-"""The same for a worker of a shared queue (a look there is a broker round trip per topic)."""
-ACTIVITY_KEY = "activity"
-"""Coordination counter the workers of a shared queue bump while they work (see `Engine._is_idle`)."""
 
 
 class Progress(msgspec.Struct, kw_only=True):
@@ -157,8 +148,6 @@ class Engine:
         self._interrupted = anyio.Event()
         self._queue: ActivityQueue | None = None
         self._crons_running = 0
-        self._shared = False
-        self._coordination: Coordination | None = None
 
     @property
     def stats(self) -> Stats:
@@ -188,7 +177,6 @@ class Engine:
                     self._stats.restore(previous)
                     logger.info("resuming job in %s", job.path)
             name = job_name(settings, list(self._modules))
-            self._shared = is_shared(settings)
             # a cluster: this node's Raft plane holds the job's state (coordination, seen set, ownership)
             plane = (
                 None
@@ -202,7 +190,6 @@ class Engine:
             coordination = await stack.enter_async_context(
                 open_coordination(settings, job, name, plane=plane)
             )
-            self._coordination = coordination
             seen = (
                 await stack.enter_async_context(open_seen(settings, job, coordination, name, plane=plane))
                 if settings.crawl.dedup
@@ -249,10 +236,20 @@ class Engine:
                 ),
                 parse=parse,
             )
-            await self._seed(router, coordination)
+            await seed_once(self._modules, router, coordination, holder=f"{os.getpid()}:{id(self)}")
             crons = [self._cron_runner(module, router, coordination) for module in self._cron_modules()]
+            end = EndCheck(
+                queue,
+                coordination,
+                shared=is_shared(settings),
+                modules=self._modules,
+                stats=self._stats,
+                max_pages=settings.crawl.max_pages,
+                interrupted=self._interrupted,
+                crons_running=lambda: self._crons_running,
+            )
             reason = await self._run_stages(
-                stages, crons, writers, job, handle_signals, progress, progress_interval
+                stages, end, crons, writers, job, handle_signals, progress, progress_interval
             )
             failures: list[Failure] = []
             dead = 0
@@ -273,6 +270,7 @@ class Engine:
     async def _run_stages(
         self,
         stages: _Stages,
+        end: EndCheck,
         crons: list[CronRunner],
         writers: Mapping[str, ItemWriter],
         job: JobDir | None,
@@ -298,7 +296,7 @@ class Engine:
                     async with anyio.create_task_group() as fetching:
                         fetching.start_soon(generate.run)
                         fetching.start_soon(download.run, crawl.concurrency)
-                        reason = await self._until_over()
+                        reason = await end.until_over()
                         if reason == "finished":  # stop leasing at once; what is in hand is finished
                             generate.halt()
                             download.halt()
@@ -314,93 +312,6 @@ class Engine:
                 writer.close()
         return reason
 
-    async def _until_over(self) -> StopReason:
-        assert self._queue is not None
-        budget = self._settings.crawl.max_pages
-        # a worker that wrote to the queue since the last look is not idle: ask the broker only when it
-        # was quiet for a whole interval (a busy worker costs the broker no `pending` calls)
-        interval = IDLE_POLL_SHARED if self._shared else IDLE_POLL
-        last: int | None = None
-        while True:
-            if self._interrupted.is_set():
-                logger.info("interrupted: finishing requests in flight")
-                return "interrupted"
-            if budget is not None and self._stats.requests >= budget:
-                logger.info("page budget of %d reached", budget)
-                return "max_pages"
-            mark, last = last, self._queue.quiet()
-            if mark is not None and mark == last:
-                if self._crons_running == 0 and await self._is_idle():
-                    return "finished"
-            elif self._shared and self._coordination is not None:
-                with contextlib.suppress(*TRANSIENT):  # a missed bump only delays the others' checks
-                    await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (_is_idle)
-            await anyio.sleep(interval)
-
-    async def _is_idle(self) -> bool:
-        """Nothing queued, leased or delayed on any topic.
-
-        Shared queues are checked twice, 0.2 s apart, once every module was seeded (another worker may
-        still be seeding), and only count if no worker was active in between: each active worker bumps
-        the job's `ACTIVITY_KEY` counter every `IDLE_POLL_SHARED` seconds, so another worker's message
-        moving from one topic to the next while the topics were read one by one does not look like an
-        empty job.
-        """
-        if not self._shared:
-            return await self._nothing_pending()
-        assert self._coordination is not None
-        before = await self._coordination.get(ACTIVITY_KEY)
-        if not await self._nothing_pending() or not await self._all_seeded():
-            return False
-        await anyio.sleep(0.2)
-        return await self._nothing_pending() and await self._coordination.get(ACTIVITY_KEY) == before
-
-    async def _nothing_pending(self) -> bool:
-        """Every topic's `pending` is 0, read while no write of this process ran (see `ActivityQueue`)."""
-        assert self._queue is not None
-        mark = self._queue.quiet()
-        if mark is None:
-            return False
-        for topic in TOPICS:
-            if await self._queue.pending(topic):
-                return False
-        return self._queue.unchanged(mark)
-
-    async def _seed(self, router: Router, coordination: Coordination) -> None:
-        """Queue each autostart module's start tasks exactly once per job, whichever worker gets there first.
-
-        The flag `seeded/<module>` is set after the tasks are queued, under a lock, so a worker that dies
-        mid-seed leaves the job unseeded (another worker seeds it: duplicates are dropped by dedup) rather
-        than seeded with nothing.
-        """
-        holder = f"{os.getpid()}:{id(self)}"
-        for name, module in self._modules.items():
-            if not module.autostart or module.cron is not None:
-                continue
-            flag = f"seeded/{name}"
-            if await coordination.get(flag) is not None:
-                continue
-            token = await coordination.acquire_lock(f"seeding/{name}", holder, ttl=60.0)
-            if token is None:
-                continue  # another worker is seeding it; `_until_over` waits for its flag
-            try:
-                if await coordination.get(flag) is None:
-                    await router.seed(_start_tasks(module, "1"))
-                    await coordination.set(flag, b"1")
-            finally:
-                await coordination.release_lock(f"seeding/{name}", holder, token)
-
-    async def _all_seeded(self) -> bool:
-        assert self._coordination is not None
-        for name, module in self._modules.items():
-            if (
-                module.autostart
-                and module.cron is None
-                and await self._coordination.get(f"seeded/{name}") is None
-            ):
-                return False
-        return True
-
     def _cron_modules(self) -> list[CompiledModule]:
         return [module for module in self._modules.values() if module.cron is not None]
 
@@ -411,7 +322,7 @@ class Engine:
         claims = None if self._ownership is None else CronClaims(self._ownership, coordination)
 
         async def fire(when: float) -> None:
-            tasks = _start_tasks(module, f"cron{int(when)}")
+            tasks = start_tasks(module, f"cron{int(when)}")
             if claims is not None:  # a cluster: the accounts this node owns, each fire once job-wide
                 tasks = await claims.claim(tasks, when, misfire_tolerance=module.cron_misfire)
             logger.info("cron: starting %s (%s), %d run(s)", module.name, module.cron, len(tasks))
@@ -483,17 +394,3 @@ class _Stages(msgspec.Struct, frozen=True):
 def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLimiter | ShareLimiter:
     """Per-domain limits without a job-wide gate: all of them on one node, the node's share on a cluster."""
     return local if ownership is None else ShareLimiter(local, ownership.member_count)
-
-
-def _start_tasks(module: CompiledModule, generation: str) -> list[Task]:
-    """One start task per account (one anonymous task without accounts), each its own run."""
-    accounts: list[str | None] = [account.name for account in module.accounts] or [None]
-    return [
-        Task(
-            module=module.name,
-            node=module.entry,
-            account=name,
-            run=f"{module.name}:{name or '-'}:{generation}",
-        )
-        for name in accounts
-    ]

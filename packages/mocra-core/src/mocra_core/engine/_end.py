@@ -1,0 +1,122 @@
+"""`EndCheck`: decides when a run is over — interrupted, page budget spent, or nothing left anywhere."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+
+from ._download import RESPONSES
+from ._frontier import REQUESTS
+from ._generate import TASKS
+from ._seeding import all_seeded
+from ._transient import TRANSIENT
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from ..coordination import Coordination
+    from ..modules import CompiledModule
+    from ..observe import Stats
+    from ._activity import ActivityQueue
+
+__all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "TOPICS", "EndCheck", "StopReason")
+
+logger = logging.getLogger(__name__)
+
+TOPICS = (TASKS, REQUESTS, RESPONSES)
+StopReason = Literal["finished", "interrupted", "max_pages"]
+IDLE_POLL = 0.01
+"""Seconds between two looks at whether a one-process run is over."""
+IDLE_POLL_SHARED = 0.1
+"""The same for a worker of a shared queue (a look there is a broker round trip per topic)."""
+ACTIVITY_KEY = "activity"
+"""Coordination counter the workers of a shared queue bump while they work (see `EndCheck.is_idle`)."""
+
+
+class EndCheck:
+    """Watches one run and says when it is over: interrupted, page budget reached, or nothing left to do.
+
+    Args:
+        queue: The run's queue (its write counts tell whether the topics were read at one moment).
+        coordination: The job's coordination store (seed flags; `ACTIVITY_KEY` on a shared queue).
+        shared: Whether other workers share the queue.
+        modules: The run's modules by name (which of them must be seeded before the job can end).
+        stats: The run's counters (requests against the page budget).
+        max_pages: The page budget, or None.
+        interrupted: Set by `Engine.interrupt` or a signal.
+        crons_running: How many cron schedules are still running (the run is not over while any is).
+    """
+
+    def __init__(
+        self,
+        queue: ActivityQueue,
+        coordination: Coordination,
+        *,
+        shared: bool,
+        modules: Mapping[str, CompiledModule],
+        stats: Stats,
+        max_pages: int | None,
+        interrupted: anyio.Event,
+        crons_running: Callable[[], int],
+    ) -> None:
+        self._queue = queue
+        self._coordination = coordination
+        self._shared = shared
+        self._modules = modules
+        self._stats = stats
+        self._max_pages = max_pages
+        self._interrupted = interrupted
+        self._crons_running = crons_running
+
+    async def until_over(self) -> StopReason:
+        """Wait until the run is over and return why."""
+        budget = self._max_pages
+        # a worker that wrote to the queue since the last look is not idle: ask the broker only when it
+        # was quiet for a whole interval (a busy worker costs the broker no `pending` calls)
+        interval = IDLE_POLL_SHARED if self._shared else IDLE_POLL
+        last: int | None = None
+        while True:
+            if self._interrupted.is_set():
+                logger.info("interrupted: finishing requests in flight")
+                return "interrupted"
+            if budget is not None and self._stats.requests >= budget:
+                logger.info("page budget of %d reached", budget)
+                return "max_pages"
+            mark, last = last, self._queue.quiet()
+            if mark is not None and mark == last:
+                if self._crons_running() == 0 and await self.is_idle():
+                    return "finished"
+            elif self._shared:
+                with contextlib.suppress(*TRANSIENT):  # a missed bump only delays the others' checks
+                    await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (is_idle)
+            await anyio.sleep(interval)
+
+    async def is_idle(self) -> bool:
+        """Nothing queued, leased or delayed on any topic.
+
+        Shared queues are checked twice, 0.2 s apart, once every module was seeded (another worker may
+        still be seeding), and only count if no worker was active in between: each active worker bumps
+        the job's `ACTIVITY_KEY` counter every `IDLE_POLL_SHARED` seconds, so another worker's message
+        moving from one topic to the next while the topics were read one by one does not look like an
+        empty job.
+        """
+        if not self._shared:
+            return await self._nothing_pending()
+        before = await self._coordination.get(ACTIVITY_KEY)
+        if not await self._nothing_pending() or not await all_seeded(self._modules, self._coordination):
+            return False
+        await anyio.sleep(0.2)
+        return await self._nothing_pending() and await self._coordination.get(ACTIVITY_KEY) == before
+
+    async def _nothing_pending(self) -> bool:
+        """Every topic's `pending` is 0, read while no write of this process ran (see `ActivityQueue`)."""
+        mark = self._queue.quiet()
+        if mark is None:
+            return False
+        for topic in TOPICS:
+            if await self._queue.pending(topic):
+                return False
+        return self._queue.unchanged(mark)
