@@ -5,74 +5,34 @@ from __future__ import annotations
 
 import os
 import pathlib
-import signal
-import socket
 import subprocess
-import sys
 import time
-import uuid
-from collections import Counter
 from collections.abc import Iterator
 
 import anyio
-import msgspec
 import pytest
 
 from mocra import ConfigError, Mocra
 from mocra._cli import main
 from mocra_cluster import ClusterConfig, RaftControlPlane
-from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
+from mocra_core.testing import LocalServer
+
+from .tree_crawl import (
+    NATS_URL,
+    SPIDER,
+    free_addr,
+    fresh_job,
+    items,
+    kill,
+    page_hits,
+    port_open,
+    serving,
+    start_crawl,
+    tree_page,
+    wait_until,
+)
 
 PAGES = 300
-SPIDER = """
-from mocra import Spider
-
-
-class Tree(Spider[dict]):
-    name = "tree"
-    start_urls = ["BASE/p/0"]
-
-    async def parse(self, response, ctx):
-        ctx.emit({"id": int(response.url.rsplit("/", 1)[1])})
-        for href in response.links():
-            ctx.follow(href)
-"""
-
-
-async def tree_page(request: ServerRequest) -> ServerResponse:
-    n = int(request.path.rsplit("/", 1)[1])
-    if n >= PAGES:
-        return ServerResponse(404, "no")
-    # slow enough that the bootstrap node, crawling alone until the others have joined (1-2 s), is still
-    # far from done when they come in (at 0.01 s it could finish the 300 pages before they got any work)
-    await anyio.sleep(0.2)
-    links = "".join(f'<a href="/p/{k}">{k}</a>' for k in (2 * n + 1, 2 * n + 2, n // 2) if k < PAGES)
-    return ServerResponse(body=f"<html><body>{links}</body></html>")
-
-
-def free_addr() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
-
-
-def items(path: pathlib.Path) -> list[int]:
-    if not path.exists():
-        return []
-    return [msgspec.json.decode(line)["id"] for line in path.read_bytes().splitlines() if line.endswith(b"}")]
-
-
-async def _delete_nats_streams(prefix: str) -> None:
-    import nats
-
-    connection = await nats.connect("nats://127.0.0.1:4222")
-    try:
-        jetstream = connection.jetstream()
-        for info in await jetstream.streams_info():
-            if info.config.name and info.config.name.startswith(prefix):
-                await jetstream.delete_stream(info.config.name)
-    finally:
-        await connection.close()
 
 
 # ---------------------------------------------------------------------- argument errors
@@ -160,16 +120,15 @@ async def test_cluster_status_asks_a_running_node(
 
 @pytest.fixture
 def site() -> Iterator[LocalServer]:
-    server = LocalServer(fallback=tree_page)
-    with server.run_in_thread():
+    # slow enough that the bootstrap node, crawling alone until the others have joined (1-2 s), is still
+    # far from done when they come in (at 0.01 s it could finish the 300 pages before they got any work)
+    with serving(tree_page(PAGES, 0.2)) as server:
         yield server
 
 
 def start_node(
     tmp_path: pathlib.Path, site: LocalServer, job: str, node: str, addr: str, seeds: str
 ) -> subprocess.Popen[bytes]:
-    spider = tmp_path / "tree.py"
-    spider.write_text(SPIDER.replace("BASE", site.base_url))
     env = {
         **os.environ,
         "MOCRA_NODE_ID": node,
@@ -184,54 +143,36 @@ def start_node(
         "crawl.parse_workers=4",
         "crawl.obey_robots=false",
     ]
-    return subprocess.Popen(
-        [sys.executable, "-m", "mocra", "run", str(spider), "-o", str(tmp_path / f"{node}.jsonl"),
-         "--queue", "nats://127.0.0.1:4222", "--job", job, "--cluster", *(f"-s{s}" for s in settings)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-
-
-def wait_for_port(addr: str, process: subprocess.Popen[bytes], deadline: float) -> None:
-    host, _, port = addr.rpartition(":")
-    while True:
-        try:
-            socket.create_connection((host, int(port)), timeout=0.5).close()
-            return
-        except OSError:
-            assert process.poll() is None, process.communicate()[0].decode()
-            assert time.monotonic() < deadline, f"{addr} did not start"
-            time.sleep(0.05)
+    args = ["--queue", NATS_URL, "--job", job, "--cluster"]
+    return start_crawl(tmp_path, site.base_url, node, args, settings, env)
 
 
 @pytest.mark.slow
 def test_three_nodes_crawl_over_nats_and_survive_a_sigkill(tmp_path: pathlib.Path, site: LocalServer) -> None:
-    job = f"c{uuid.uuid4().hex[:12]}"
     addrs = [free_addr() for _ in range(3)]
     started = time.monotonic()
-    try:
+    with fresh_job(NATS_URL, prefix="c") as job:
         # n0 bootstraps a single-node cluster (MOCRA_SEEDS empty); n1 and n2 join through it, at once.
         first = start_node(tmp_path, site, job, "n0", addrs[0], "")
-        wait_for_port(addrs[0], first, time.monotonic() + 20)
+        wait_until(lambda: port_open(addrs[0]), [first], 20, f"{addrs[0]} did not start", interval=0.05)
         others = [start_node(tmp_path, site, job, f"n{i}", addrs[i], addrs[0]) for i in (1, 2)]
-        deadline = time.monotonic() + 40
-        while len(items(tmp_path / "n0.jsonl")) < 30 or not all(
-            items(tmp_path / f"n{i}.jsonl") for i in (1, 2)
-        ):
-            for node in (first, *others):
-                assert node.poll() is None, node.communicate()[0].decode()
-            assert time.monotonic() < deadline, "the nodes made no progress"
-            time.sleep(0.02)
-        os.kill(first.pid, signal.SIGKILL)  # the bootstrap node, most likely the Raft leader
-        first.communicate()
+        wait_until(
+            lambda: (
+                len(items(tmp_path / "n0.jsonl")) >= 30
+                and all(items(tmp_path / f"n{i}.jsonl") for i in (1, 2))
+            ),
+            [first, *others],
+            40,
+            "the nodes made no progress",
+        )
+        kill(first)  # the bootstrap node, most likely the Raft leader
         outputs = [node.communicate(timeout=60)[0].decode() for node in others]
         elapsed = time.monotonic() - started
-    finally:
-        anyio.run(_delete_nats_streams, f"mocra-{job}")
     for node, out in zip(others, outputs, strict=True):
         assert node.returncode == 0, out
     found = [items(tmp_path / f"n{i}.jsonl") for i in range(3)]
     assert set().union(*found) == set(range(PAGES))  # nothing lost
     assert all(found[1:]), "a joining node did not share the crawl"
     assert site.hits["/p/0"] == 1  # seeded once, through the control plane
-    hits = Counter({p: h for p, h in site.hits.items() if p.startswith("/p/")})
+    hits = page_hits(site)
     print(f"3 nodes: {PAGES} pages in {elapsed:.1f} s; refetched {sum(h > 1 for h in hits.values())} pages")

@@ -14,7 +14,7 @@ from mocra_core.engine._feeder import Feeder
 from mocra_core.http import Response
 from mocra_core.modules import Ctx
 from mocra_core.queue import Delivery, MemoryQueue
-from mocra_core.testing import LocalServer
+from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
 from .test_crawl import Item, LinkSpider, page
 
@@ -69,6 +69,36 @@ async def test_direct_parse_off_sends_responses_through_the_queue(
     assert result.reason == "finished" and result.ok
     assert len(items) == 5
     assert published.count("response") == 5
+
+
+def flaky_once(response: ServerResponse) -> Any:
+    """A handler answering 503 the first time, then `response`."""
+    calls = 0
+
+    async def handle(request: ServerRequest) -> ServerResponse:
+        nonlocal calls
+        calls += 1
+        return ServerResponse(status=503) if calls == 1 else response
+
+    return handle
+
+
+async def test_a_download_retry_does_not_queue_seen_links_again(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    # /p/2 fails once: its second attempt is a redelivery that never reached parse before, so the links
+    # it shares with the others (/p/0, /p/1, seen already) must not be queued past dedup
+    server.route("/p/0", page("/p/1", "/p/2"))
+    server.route("/p/1", page("/p/0", "/p/2"))
+    server.route("/p/2", flaky_once(page("/p/0", "/p/1")))
+    items: list[Item] = []
+
+    result: Any = await builder.spider(LinkSpider(server.url("/p/0")), on_item(items.append)).run_async()
+
+    assert result.reason == "finished" and result.ok
+    assert result.stats.retries == 1
+    assert sorted(item.url for item in items) == [server.url(f"/p/{i}") for i in range(3)]
+    assert (server.hits["/p/0"], server.hits["/p/1"], server.hits["/p/2"]) == (1, 1, 2)
 
 
 class FailingSpider(LinkSpider):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..queue import Delivery, QueueBackend
     from ._login import LoginManager
     from ._router import Router
+    from ._unparsed import UnparsedMarks
 
 __all__ = ("RESPONSES", "DownloadStage", "Politeness")
 
@@ -67,6 +68,7 @@ class DownloadStage:
         *,
         max_requests: int | None = None,
         direct: Callable[[Delivery], Awaitable[bool]] | None = None,
+        unparsed: UnparsedMarks | None = None,
     ) -> None:
         self._queue = queue
         self._router = router
@@ -78,6 +80,8 @@ class DownloadStage:
         self._stats = stats
         self._max_requests = max_requests
         self._direct = direct
+        self._unparsed = unparsed  # with `direct`: counts the attempts handed back before parse
+        self._handing: set[int] = set()  # leases being handed to a parse worker (it may have them)
         self._stopping = False
         self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping)
         self._delays_checked: set[str] = set()
@@ -99,16 +103,21 @@ class DownloadStage:
         request: Request = delivery.payload  # type: ignore[assignment]
         if self._max_requests is not None and self._stats.requests >= self._max_requests:
             self._stopping = True  # the page budget is spent: leave the request queued (kept in a job dir)
-            await self._queue.nack(delivery, delay=0, reason="page budget reached")
+            await self._hand_back(delivery, 0, "page budget reached")
             return
         module = self._router.module_of(request.node)
         try:
             await self._download(delivery, request, module)
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(5, shield=True):
-                await self._queue.nack(delivery, delay=0, reason="worker cancelled")
+                if delivery._lease in self._handing:  # a parse worker may have it: no "unparsed" mark
+                    await self._queue.nack(delivery, delay=0, reason="worker cancelled")
+                else:
+                    await self._hand_back(delivery, 0, "worker cancelled")
             raise
         except TRANSIENT as exc:  # the politeness gate, seen set or broker is out of reach for now
+            if self._unparsed is not None:
+                await self._unparsed.note(delivery)
             await retry_later(self._queue, delivery, exc, self._stats)
         except Exception as exc:  # a bug in a middleware or a downloader: keep the request, keep crawling
             self._stats.errors += 1
@@ -150,7 +159,7 @@ class DownloadStage:
             module, request.account, generation
         ):
             self._stats.retries += 1
-            await self._queue.nack(delivery, delay=0, reason=f"HTTP {response.status}: logging in again")
+            await self._hand_back(delivery, 0, f"HTTP {response.status}: logging in again")
             return None
         if response.status in self._retry.statuses:
             return await self._retry_or_dead_letter(
@@ -161,13 +170,22 @@ class DownloadStage:
             if changed_response is None:
                 return await self._drop(delivery, module, request, "middleware")
             response = changed_response
-        if self._direct is not None and await self._direct(
-            msgspec.structs.replace(delivery, payload=response)
-        ):
-            return None  # a parse worker of this process has it (and acks the request when done)
+        if self._direct is not None:
+            self._handing.add(delivery._lease)
+            try:
+                if await self._direct(msgspec.structs.replace(delivery, payload=response)):
+                    return None  # a parse worker of this process has it (and acks the request when done)
+            finally:
+                self._handing.discard(delivery._lease)
         await self._queue.publish(RESPONSES, [response], priority=request.priority)
         await self._queue.ack([delivery])
         return None
+
+    async def _hand_back(self, delivery: Delivery, delay: float, reason: str) -> None:
+        """Back to the queue for another attempt, noted as never parsed (see `UnparsedMarks`)."""
+        if self._unparsed is not None:
+            await self._unparsed.note(delivery)
+        await self._queue.nack(delivery, delay=delay, reason=reason)
 
     def _apply_crawl_delay(self, domain: str, url: str) -> None:
         assert self._robots is not None
@@ -207,7 +225,7 @@ class DownloadStage:
         if delay is not None:
             self._stats.retries += 1
             logger.debug("retrying %s in %.2fs (attempt %d): %s", request.url, delay, delivery.attempt, what)
-            await self._queue.nack(delivery, delay=delay, reason=what)
+            await self._hand_back(delivery, delay, what)
             return
         logger.warning("giving up on %s after %d attempts: %s", request.url, delivery.attempt, what)
         await self._dead_letter(delivery, module, request, f"{what} after {delivery.attempt} attempts")

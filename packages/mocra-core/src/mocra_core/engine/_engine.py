@@ -40,6 +40,7 @@ from ._parse import ParseStage
 from ._router import Router
 from ._runbook import RunBook
 from ._seeding import seed_once, start_tasks
+from ._unparsed import UnparsedMarks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -221,7 +222,8 @@ class Engine:
                     GatedLimiter(local, await stack.enter_async_context(gate))
                 )
             )
-            parse = ParseStage(queue, router, writers, self._chain, self._stats)
+            unparsed = UnparsedMarks(coordination) if settings.crawl.direct_parse else None
+            parse = ParseStage(queue, router, writers, self._chain, self._stats, unparsed)
             stages = _Stages(
                 generate=GenerateStage(queue, router, writers, self._stats),
                 download=DownloadStage(
@@ -232,7 +234,8 @@ class Engine:
                     self._chain,
                     self._stats,
                     max_requests=settings.crawl.max_pages,
-                    direct=parse.hand if settings.crawl.direct_parse else None,
+                    direct=parse.hand if unparsed is not None else None,
+                    unparsed=unparsed,
                 ),
                 parse=parse,
             )

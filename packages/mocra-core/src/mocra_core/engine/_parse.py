@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..queue import Delivery, QueueBackend
     from ._items import ItemWriter
     from ._router import Router
+    from ._unparsed import UnparsedMarks
 
 __all__ = ("ParseStage",)
 
@@ -49,12 +50,14 @@ class ParseStage:
         writers: Mapping[str, ItemWriter],
         chain: MiddlewareChain,
         stats: Stats,
+        unparsed: UnparsedMarks | None = None,
     ) -> None:
         self._queue = queue
         self._router = router
         self._writers = writers
         self._chain = chain
         self._stats = stats
+        self._unparsed = unparsed  # with direct parse: whether a redelivered request reached parse before
         self._stopping = False
         self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True)
 
@@ -89,7 +92,7 @@ class ParseStage:
         try:
             await module.node(node).parse(response, ctx)
             items = await self._items(ctx, response)
-            await self._continue(module, node, ctx, redelivered=delivery.attempt > 1)
+            await self._continue(module, node, ctx, redelivered=await self._redelivered(delivery))
             if items:
                 await self._writers[module.name].submit(items)
         except anyio.get_cancelled_exc_class():
@@ -112,6 +115,14 @@ class ParseStage:
             return
         await self._router.unit_done(module, request.run, request.account, node)
         await self._queue.ack([delivery])
+        if self._unparsed is not None and delivery.topic != _RESPONSES:
+            await self._unparsed.forget(delivery)
+
+    async def _redelivered(self, delivery: Delivery) -> bool:
+        """Whether an earlier attempt may have parsed this response (its follow-ups may be lost)."""
+        if self._unparsed is not None and delivery.topic != _RESPONSES:  # a request handed over directly
+            return await self._unparsed.redelivered(delivery)
+        return delivery.attempt > 1
 
     async def _items(self, ctx: Ctx[Any], response: Response) -> list[Any]:
         if ctx.invalid:
