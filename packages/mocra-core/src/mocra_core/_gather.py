@@ -20,16 +20,31 @@ class _Abandoned(Exception):
 
 
 class _Batch(Generic[A, B]):
-    __slots__ = ("done", "error", "gone", "items", "ready", "results", "sender")
+    __slots__ = ("_done", "error", "finished", "gone", "items", "ready", "results", "sender")
 
-    def __init__(self) -> None:
+    def __init__(self, *, ready: bool) -> None:
         self.items: list[A] = []
         self.gone: set[int] = set()  # members cancelled before the batch returned
         self.results: dict[int, B] = {}
         self.error: BaseException | None = None
-        self.ready = anyio.Event()  # the batch before it returned: a member may send this one
-        self.done = anyio.Event()
+        # set when the batch before it returned (a member may send this one); None: ready at once
+        self.ready: anyio.Event | None = None if ready else anyio.Event()
+        self.finished = False
+        self._done: anyio.Event | None = (
+            None  # made for the first member that waits (a lone sender never does)
+        )
         self.sender = False
+
+    async def wait_finished(self) -> None:
+        if not self.finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    def finish(self) -> None:
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
 
 
 class Gather(Generic[A, B]):
@@ -63,12 +78,11 @@ class Gather(Generic[A, B]):
             batch = self._join(item)
             index = len(batch.items) - 1
             try:
-                if not batch.ready.is_set():
+                if batch.ready is not None and not batch.ready.is_set():
                     await batch.ready.wait()
                 if not batch.sender:
                     await self._deliver(batch)
-                if not batch.done.is_set():
-                    await batch.done.wait()
+                await batch.wait_finished()
             except BaseException:
                 self._leave(batch, index)
                 raise
@@ -81,10 +95,9 @@ class Gather(Generic[A, B]):
     def _join(self, item: A) -> _Batch[A, B]:
         batch = self._inflight
         if batch is None:
-            batch = self._inflight = _Batch()
-            batch.ready.set()
+            batch = self._inflight = _Batch(ready=True)
         elif batch.sender:  # in flight: gather the next one
-            batch = self._next if self._next is not None else _Batch()
+            batch = self._next if self._next is not None else _Batch(ready=False)
             self._next = batch
         batch.items.append(item)
         return batch
@@ -105,14 +118,14 @@ class Gather(Generic[A, B]):
                 self._orphan(batch.results[index])
 
     def _finish(self, batch: _Batch[A, B]) -> None:
-        batch.done.set()
+        batch.finish()
         self._inflight, self._next = self._next, None
-        if self._inflight is not None:
+        if self._inflight is not None and self._inflight.ready is not None:
             self._inflight.ready.set()
 
     def _leave(self, batch: _Batch[A, B], index: int) -> None:
         """A member was cancelled: leave it out of the batch, or hand its result to `orphan`."""
-        if batch.done.is_set():
+        if batch.finished:
             if index in batch.results and self._orphan is not None:
                 self._orphan(batch.results[index])
             return
