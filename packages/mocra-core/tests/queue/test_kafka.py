@@ -182,6 +182,40 @@ async def test_an_ack_waits_for_two_state_writes_at_most(
         assert await queue.pending(T) == 0
 
 
+async def test_concurrent_produces_to_a_partition_share_a_batch_and_get_their_own_offsets(
+    make: Callable[..., KafkaQueue],
+) -> None:
+    async with make() as queue:
+        await queue.publish(T, ["warm-up"])  # creates the lane topic
+        wire = queue._wire
+        [name] = [tp.topic for tp in queue._lanes.published]
+        producer = wire._producer
+        assert producer is not None
+        batches = 0
+        send_batch = producer.send_batch
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal batches
+            batches += 1
+            return await send_batch(*args, **kwargs)
+
+        producer.send_batch = counted  # type: ignore[method-assign]
+        ends: dict[int, int] = {}
+
+        async def produce(n: int) -> None:
+            records = [(None, f"{n}-{i}".encode(), []) for i in range(n % 3 + 1)]
+            ends[n] = await wire.produce(name, 0, records)
+
+        async with anyio.create_task_group() as tg:
+            for n in range(20):
+                tg.start_soon(produce, n)
+        assert batches <= 2  # the first alone, the 19 that came while it was on the wire together
+        order = sorted(ends, key=ends.__getitem__)
+        assert order == list(range(20))  # in call order
+        for before, after in itertools.pairwise(order):
+            assert ends[after] - ends[before] == after % 3 + 1  # each got the offset after its own records
+
+
 async def test_garbage_and_undecodable_records_go_to_the_dlq_and_consuming_goes_on(
     make: Callable[..., KafkaQueue], url: str, kafka_namespace: str
 ) -> None:

@@ -6,11 +6,13 @@ import logging
 import math
 import string
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._errors import BackendError, BackendUnavailable, ConfigError
+from .._gather import Gather
 from ._kafka_driver import (
     driver_errors,
     is_retriable,
@@ -142,6 +144,8 @@ class Wire:
 
     Every call retries outages (`is_retriable`) for up to `reconnect_timeout` seconds, re-creating topics
     a restarted broker lost, then raises `BackendUnavailable`; other driver errors raise `BackendError`.
+    Produces to one partition made while another is on the wire go out together, as one batch, in order
+    (each its own batch waited for the ones before it: aiokafka sends one at a time per partition).
     """
 
     def __init__(self, url: str, *, request_timeout: float, reconnect_timeout: float) -> None:
@@ -153,6 +157,7 @@ class Wire:
         self._configs: dict[str, dict[str, str]] = {}
         self._producer: Producer | None = None
         self._admin: Admin | None = None
+        self._produces: dict[tuple[str, int], Gather[Sequence[Out], int]] = {}
 
     def options(self) -> dict[str, Any]:
         """Client options every aiokafka client of this queue shares."""
@@ -263,7 +268,21 @@ class Wire:
 
     async def produce(self, name: str, partition: int, records: Sequence[Out]) -> int:
         """Append `records` to one partition, in order; returns the offset after the last one."""
+        produces = self._produces.get((name, partition))
+        if produces is None:
+            produces = self._produces[(name, partition)] = Gather(partial(self._produce_all, name, partition))
+        return await produces(records)
 
+    async def _produce_all(self, name: str, partition: int, calls: list[Sequence[Out]]) -> list[int]:
+        """One produce for concurrent calls; each gets the offset after its own last record."""
+        end = await self._produce(name, partition, [record for call in calls for record in call])
+        ends, after = [], sum(map(len, calls))
+        for call in calls:
+            after -= len(call)
+            ends.append(end - after)
+        return ends
+
+    async def _produce(self, name: str, partition: int, records: Sequence[Out]) -> int:
         async def send() -> int:
             producer = self._producer
             if producer is None:
