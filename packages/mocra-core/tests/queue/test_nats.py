@@ -154,6 +154,29 @@ async def test_pending_counts_what_other_workers_hold(namespace: str) -> None:
         assert await b.pending(T) == 2
 
 
+async def test_concurrent_acks_share_a_round_trip(namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mocra_core.queue._nats_wire import Replies
+
+    calls = 0
+    request_all = Replies.request_all
+
+    async def counted(self: Replies, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return await request_all(self, *args, **kwargs)
+
+    async with open_(namespace) as queue:
+        await queue.publish(T, [str(n) for n in range(20)])
+        deliveries = await take(queue, 20)
+        assert len(deliveries) == 20
+        monkeypatch.setattr(Replies, "request_all", counted)
+        async with anyio.create_task_group() as tg:
+            for delivery in deliveries:
+                tg.start_soon(queue.ack, [delivery])
+        assert calls <= 2  # the first alone, the 19 that came while it was on the wire together
+        assert await queue.pending(T) == 0
+
+
 async def test_a_delayed_message_counts_attempts_from_its_first_real_delivery(namespace: str) -> None:
     async with open_(namespace) as queue:
         await queue.publish(T, ["later"], delay=0.2)

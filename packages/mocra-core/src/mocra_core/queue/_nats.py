@@ -57,6 +57,7 @@ import anyio
 import msgspec
 
 from .._errors import BackendError, redact
+from .._gather import Gather
 from ._checks import check_limits, check_max_messages, check_payloads
 from ._envelope import Envelope, pack
 from ._nats_dlq import DeadLetterStore
@@ -156,6 +157,7 @@ class NatsJetStreamQueue:
         self._replies: Replies | None = None
         self._dlq: DeadLetterStore | None = None
         self._closed = False
+        self._acks: Gather[list[Lease], None] = Gather(self._ack_all)  # concurrent acks share a batch
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
@@ -349,13 +351,20 @@ class NatsJetStreamQueue:
         return self._leases.end(delivery)
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
-        """Finish `deliveries`; stale ones are ignored. One round trip per batch."""
-        _, replies = self._check()
+        """Finish `deliveries`; stale ones are ignored. Concurrent acks share one round trip."""
+        self._check()
         leases = [lease for lease in map(self._end, deliveries) if lease is not None]
-        await replies.request_all([(lease.raw.ack, b"+ACK", None) for lease in leases], self._api.timeout)
+        if leases:
+            await self._acks(leases)
         for lease in leases:
             if lease.raw.kt is not None:
                 lease.puller.key_released(lease.raw.kt, more=lease.raw.info.pending > 0)
+
+    async def _ack_all(self, batches: list[list[Lease]]) -> list[None]:
+        _, replies = self._check()
+        acks = [(lease.raw.ack, b"+ACK", None) for leases in batches for lease in leases]
+        await replies.request_all(acks, self._api.timeout)
+        return [None] * len(batches)
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Hand `delivery` back for a later attempt, or to the DLQ (see `QueueBackend.nack`)."""
