@@ -30,9 +30,8 @@ class _Batch(Generic[A, B]):
         # set when the batch before it returned (a member may send this one); None: ready at once
         self.ready: anyio.Event | None = None if ready else anyio.Event()
         self.finished = False
-        self._done: anyio.Event | None = (
-            None  # made for the first member that waits (a lone sender never does)
-        )
+        # made when a member has to wait for the batch to return (a lone sender never does)
+        self._done: anyio.Event | None = None
         self.sender = False
 
     async def wait_finished(self) -> None:

@@ -65,6 +65,18 @@ def free_port() -> int:
 # ----------------------------------------------------------------------------------------------- wire
 
 
+async def test_scripts_the_server_forgot_are_loaded_again(namespace: str) -> None:
+    async with open_(namespace) as queue:
+        await queue.publish(T, ["a"])
+        async with native() as client:
+            await client.script_flush()  # as after a restart without persistence, or a failover
+        await queue.publish(T, ["b"])  # NOSCRIPT in the pipeline: loaded and run again
+        found = await take(queue, 2)
+        assert [d.payload for d in found] == ["a", "b"]
+        await queue.ack(found)
+        assert await queue.pending(T) == 0
+
+
 async def test_garbage_written_to_a_stream_is_dead_lettered_and_never_handed_out(namespace: str) -> None:
     async with open_(namespace) as queue:
         stream = f"{namespace}:{{{T}}}:q:{LANE0}"
