@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import msgspec
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
 from mocra_core import BackendUnavailable, MissingExtra
 from mocra_core.queue import KafkaQueue, MsgpackCodec, open_queue
+from mocra_core.queue._kafka_produce import DirectProducer
+from mocra_core.queue._kafka_reader import lanes_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -68,6 +70,23 @@ async def produce_raw(
         await producer.send_and_wait(topic, value, key=key, partition=partition)
     finally:
         await producer.stop()
+
+
+async def read_partition(url: str, topic: str, partition: int) -> list[Any]:
+    """Every record of one partition, read with the native client."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=url.removeprefix("kafka://"), auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, partition)
+        consumer.assign([tp])
+        end = (await consumer.end_offsets([tp]))[tp]
+        records: list[Any] = []
+        with anyio.fail_after(10):
+            while await consumer.position(tp) < end:
+                records += (await consumer.getmany(tp, timeout_ms=100)).get(tp, [])
+        return records
+    finally:
+        await consumer.stop()
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], seconds: float = 10.0) -> None:
@@ -182,38 +201,58 @@ async def test_an_ack_waits_for_two_state_writes_at_most(
         assert await queue.pending(T) == 0
 
 
-async def test_concurrent_produces_to_a_partition_share_a_batch_and_get_their_own_offsets(
+async def test_concurrent_produces_share_a_request_and_get_their_own_offsets(
     make: Callable[..., KafkaQueue],
 ) -> None:
     async with make() as queue:
-        await queue.publish(T, ["warm-up"])  # creates the lane topic
+        await queue.publish(T, ["warm-up"])  # creates the lane topics
         wire = queue._wire
-        [name] = [tp.topic for tp in queue._lanes.published]
-        producer = wire._producer
-        assert producer is not None
-        batches = 0
-        send_batch = producer.send_batch
+        [name] = {tp.topic for tp in queue._lanes.published}
+        client = wire._client
+        assert client is not None
+        requests = 0
+        send = client.send
 
-        async def counted(*args: Any, **kwargs: Any) -> Any:
-            nonlocal batches
-            batches += 1
-            return await send_batch(*args, **kwargs)
+        async def counted(node: int, request: Any) -> Any:
+            nonlocal requests
+            requests += 1
+            return await send(node, request)
 
-        producer.send_batch = counted  # type: ignore[method-assign]
+        client.send = counted  # type: ignore[method-assign]
         ends: dict[int, int] = {}
 
         async def produce(n: int) -> None:
             records = [(None, f"{n}-{i}".encode(), []) for i in range(n % 3 + 1)]
-            ends[n] = await wire.produce(name, 0, records)
+            ends[n] = await wire.produce(name, n % 2, records)  # two partitions of one broker
 
         async with anyio.create_task_group() as tg:
             for n in range(20):
                 tg.start_soon(produce, n)
-        assert batches <= 2  # the first alone, the 19 that came while it was on the wire together
-        order = sorted(ends, key=ends.__getitem__)
-        assert order == list(range(20))  # in call order
-        for before, after in itertools.pairwise(order):
-            assert ends[after] - ends[before] == after % 3 + 1  # each got the offset after its own records
+        assert requests <= 2  # the first alone, the 19 that came while it was on the wire together
+        for partition in (0, 1):
+            order = sorted((n for n in ends if n % 2 == partition), key=ends.__getitem__)
+            assert order == list(range(partition, 20, 2))  # in call order
+            for before, after in itertools.pairwise(order):
+                assert ends[after] - ends[before] == after % 3 + 1  # each got the offset after its records
+
+
+async def test_records_larger_than_a_batch_go_in_several_requests_in_order(
+    make: Callable[..., KafkaQueue], url: str
+) -> None:
+    async with make() as queue:
+        await queue.publish(T, ["warm-up"])
+        wire = queue._wire
+        [name] = {tp.topic for tp in queue._lanes.published}
+        assert wire._client is not None
+        producer = DirectProducer(wire._client, timeout=10, max_batch=4096)
+        start = await producer.produce(name, 2, [(None, b"first", [])])
+        records = [(None, f"{i:04d}".encode() * 100, []) for i in range(30)]  # ~12 kB: 3+ batches
+        end = await producer.produce(name, 2, records)
+        assert end == start + 30
+        big = await producer.produce(name, 2, [(None, b"x" * 10_000, [])])  # alone in its batch
+        assert big == end + 1
+        values = [record.value for record in await read_partition(url, name, 2)]
+        assert values[-31:-1] == [value for _, value, _ in records]
 
 
 async def test_garbage_and_undecodable_records_go_to_the_dlq_and_consuming_goes_on(
@@ -311,8 +350,8 @@ async def test_workers_in_one_group_split_the_partitions_and_keys_stay_with_one(
             tg.start_soon(take, two)
 
         async def split() -> bool:  # range assignor: partitions 0-1 of each lane to one, 2-3 to the other
-            counts = [len(q._readers[(T, "workers")].parts) for q in (one, two)]
-            return counts == [2, 2]
+            owned = [{tp.partition for tp in q._readers[(T, "workers")].parts} for q in (one, two)]
+            return sorted(map(sorted, owned)) == [[0, 1], [2, 3]]
 
         await eventually(split, 20)
         for key in keys:
@@ -436,3 +475,22 @@ async def test_a_killed_consumer_hands_on_what_it_leased_with_the_next_attempt_a
         ]
         await queue.ack(got)
         assert await queue.pending(T) == 0  # "b" is not delivered again
+
+
+async def test_common_lanes_exist_from_the_start_so_a_first_priority_costs_no_rebalance(
+    make: Callable[..., KafkaQueue],
+) -> None:
+    async with make() as queue, make(lanes=(0,)) as lean:
+        await take(queue, wait=0)  # joins the group
+        reader = queue._readers[(T, "workers")]
+        assert sorted(reader.lanes.values()) == [-1, 0, 1]
+        generation = reader._generation
+        await queue.publish(T, ["next page"], priority=1)
+        with anyio.fail_after(5):
+            [delivery] = await take(queue, wait=1)
+        assert (delivery.payload, delivery.priority) == ("next page", 1)
+        assert reader._generation == generation  # no rebalance
+        await queue.ack([delivery])
+        await lean.publish("other", ["x"])
+        found = await lean._wire.list_topics(lean._names.prefix("other"))
+        assert sorted(lanes_of(lean._names, "other", found).values()) == [0]  # `lanes` chooses them

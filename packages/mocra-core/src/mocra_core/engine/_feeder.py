@@ -2,9 +2,9 @@
 
 On a broker every `consume` is a round trip, so 64 download workers each asking for one message cost 64
 round trips where one call for the idle workers' share does. The feeder asks for as many messages as
-there are idle workers (at least one) and hands each to a worker through an unbuffered stream, so a
+there are idle workers (at least one) and hands each to a worker through an unbuffered `Handoff`, so a
 message is never held leased while no worker is free to take it (beyond the one asked for when all are
-busy).
+busy). Offers waiting for a worker are served highest priority first.
 
 `hand` is the other way in: another stage of the same process hands a delivery straight to a
 worker (the download stage passes a response to a parse worker without a queue round trip).
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._handoff import Handoff
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
-
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from ..queue import Delivery, QueueBackend
 
@@ -57,7 +57,7 @@ class Feeder:
         self._idle = 0
         self._halted = False
         self._consuming: anyio.CancelScope | None = None
-        self._send: MemoryObjectSendStream[Delivery] | None = None  # while feeding
+        self._handoff: Handoff[Delivery] | None = None  # while feeding
         self._unstarted: dict[int, Delivery] = {}  # leased, not yet taken by a worker
 
     def halt(self) -> None:
@@ -75,12 +75,12 @@ class Feeder:
         A handed delivery is the worker's as if it had been consumed (handed back if the feeder is
         cancelled before the worker starts on it).
         """
-        if self._send is None or self._halted:
+        if self._handoff is None or self._halted:
             return False
         self._unstarted[id(delivery)] = delivery
         try:
-            await self._send.send(delivery)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._handoff.put(delivery, delivery.priority)
+        except anyio.ClosedResourceError:
             self._unstarted.pop(id(delivery), None)
             return False
         return True
@@ -92,18 +92,17 @@ class Feeder:
         (nacked without delay), also one that a cancelled `send` reports unsent though a worker took it
         (anyio raises the cancellation after the handover), which a worker then handles as usual.
         """
-        send, receive = anyio.create_memory_object_stream["Delivery"](0)
+        handoff: Handoff[Delivery] = Handoff()
         try:
             async with anyio.create_task_group() as tg:
                 for index in range(workers):
-                    tg.start_soon(self._work, receive.clone(), handle, name=f"{self._group}-{index}")
-                receive.close()
-                async with send:
-                    self._send = send
-                    try:
-                        await self._feed(send.send)
-                    finally:
-                        self._send = None
+                    tg.start_soon(self._work, handoff, handle, name=f"{self._group}-{index}")
+                self._handoff = handoff
+                try:
+                    await self._feed(handoff)
+                finally:
+                    self._handoff = None
+                    handoff.close()
         finally:
             if self._unstarted:
                 left, self._unstarted = list(self._unstarted.values()), {}
@@ -111,7 +110,7 @@ class Feeder:
                     for delivery in left:
                         await self._queue.nack(delivery, delay=0, reason="worker cancelled")
 
-    async def _feed(self, send: Callable[[Delivery], Awaitable[None]]) -> None:
+    async def _feed(self, handoff: Handoff[Delivery]) -> None:
         while not self._halted:
             if self._should_stop() and not self._drain:
                 return
@@ -125,23 +124,23 @@ class Feeder:
                 return
             for delivery in deliveries:
                 self._unstarted[id(delivery)] = delivery
-            for delivery in deliveries:
-                await send(delivery)
+            for delivery in deliveries:  # to the idle workers at once, then to each worker freed
+                try:
+                    handoff.put_nowait(delivery)
+                except anyio.WouldBlock:
+                    await handoff.put(delivery, delivery.priority)
 
     def _consuming_cancelled(self) -> bool:
         return self._halted  # a method: `halt` flips it while `_feed` awaits
 
-    async def _work(
-        self, receive: MemoryObjectReceiveStream[Delivery], handle: Callable[[Delivery], Awaitable[None]]
-    ) -> None:
-        async with receive:
-            while True:
-                self._idle += 1
-                try:
-                    delivery = await receive.receive()
-                except anyio.EndOfStream:
-                    return
-                finally:
-                    self._idle -= 1
-                self._unstarted.pop(id(delivery), None)
-                await handle(delivery)
+    async def _work(self, handoff: Handoff[Delivery], handle: Callable[[Delivery], Awaitable[None]]) -> None:
+        while True:
+            self._idle += 1
+            try:
+                delivery = await handoff.get()
+            except anyio.EndOfStream:
+                return
+            finally:
+                self._idle -= 1
+            self._unstarted.pop(id(delivery), None)
+            await handle(delivery)

@@ -8,6 +8,8 @@ import logging
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+import anyio
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -86,8 +88,17 @@ class Frontier:
         by_priority: defaultdict[int, list[Request]] = defaultdict(list)
         for request in requests:
             by_priority[request.priority].append(request)
-        for priority, batch in by_priority.items():
+        if len(by_priority) == 1:
+            [(priority, batch)] = by_priority.items()
             await self._queue.publish(REQUESTS, batch, key=key, priority=priority)
+        else:  # lanes side by side: a broker round trip each, and a higher lane is often the crawl's spine
+            try:
+                async with anyio.create_task_group() as tg:
+                    for priority, batch in by_priority.items():
+                        publish = functools.partial(self._queue.publish, key=key, priority=priority)
+                        tg.start_soon(publish, REQUESTS, batch)
+            except ExceptionGroup as group:  # callers tell outages from bugs by the exception's type
+                raise group.exceptions[0] from None
         return requests
 
 

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..modules import Ctx
+from ._acker import Acker
 from ._feeder import Feeder
 from ._items import SinkWriteFailed
 from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from ..http import Response
     from ..middleware import MiddlewareChain
@@ -35,7 +36,8 @@ _RESPONSES = "response"
 class ParseStage:
     """Runs parse workers.
 
-    A response is acknowledged only after its items are written and its follow-ups and tasks are queued;
+    A response is acknowledged only after its items are written and its follow-ups and tasks are queued,
+    in batches by an `Acker` while the worker goes on with the next response;
     one the download stage handed over directly (`hand`) is the request's delivery with the response as
     its payload, so acknowledging it acknowledges the request (and a failure dead-letters the request);
     a callback that raises sends the response to the dead-letter queue with the traceback, and the crawl
@@ -60,6 +62,7 @@ class ParseStage:
         self._unparsed = unparsed  # with direct parse: whether a redelivered request reached parse before
         self._stopping = False
         self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True)
+        self._acker: Acker | None = None  # while running
 
     def stop(self) -> None:
         """Return once the response queue is empty (call after the download stage has stopped)."""
@@ -75,8 +78,20 @@ class ParseStage:
         return await self._feeder.hand(delivery)
 
     async def run(self, workers: int) -> None:
-        """Run the workers until `stop` is called and no response is left."""
-        await self._feeder.run(workers, self._handle)
+        """Run the workers until `stop` is called and no response is left, then ack what is left."""
+        self._acker = acker = Acker(self._queue, limit=workers, after=self._acked)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(acker.run, name="parse-acker")
+            try:
+                await self._feeder.run(workers, self._handle)
+            finally:
+                acker.close()
+
+    async def _acked(self, deliveries: Sequence[Delivery]) -> None:
+        if self._unparsed is not None:
+            for delivery in deliveries:
+                if delivery.topic != _RESPONSES:
+                    await self._unparsed.forget(delivery)
 
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
@@ -114,9 +129,8 @@ class ParseStage:
             await self._dead_letter(delivery, module, node, "".join(traceback.format_exception(exc)).strip())
             return
         await self._router.unit_done(module, request.run, request.account, node)
-        await self._queue.ack([delivery])
-        if self._unparsed is not None and delivery.topic != _RESPONSES:
-            await self._unparsed.forget(delivery)
+        assert self._acker is not None
+        await self._acker.ack(delivery)
 
     async def _redelivered(self, delivery: Delivery) -> bool:
         """Whether an earlier attempt may have parsed this response (its follow-ups may be lost)."""

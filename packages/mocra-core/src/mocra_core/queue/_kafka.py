@@ -31,7 +31,8 @@ and finished: `_kafka_state.py`; DLQ: `_kafka_dlq.py`):
   dead-letters it), so a message that kills its worker ends in the DLQ and the engine knows a redelivery.
   Why not the group's commit metadata: tansu drops it.
 - **Priority** is exact within what a member has fetched: all lanes are fetched at once, so a backlog does
-  not hide a higher lane. A lane created by another process is subscribed to within 5 s (a rebalance).
+  not hide a higher lane. Lanes -1, 0 and 1 (`lanes`) are created with the topic; another lane is
+  created when first used and subscribed to within 5 s by every member (a rebalance).
 - **DLQ.** `<namespace>.<topic>.dlq`: one partition, compacted, keyed by message id; `replay` republishes
   and writes a tombstone per id. Undecodable records go there with the reason.
 - **Pending** = per lane partition, end offset minus the group's committed offset (the start offset if
@@ -105,6 +106,9 @@ class KafkaQueue:
             there (0.1 s made the bench crawl 2× slower than 0.01 s). On Apache Kafka a larger value
             (0.5) only means fewer fetches while idle.
         reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
+        lanes: Priority lanes created with a topic. A message of another priority creates its lane when
+            first published, and every consumer group of the topic rebalances to subscribe to it (on
+            tansu the group's consumers stand still for half the session timeout meanwhile).
 
     Raises:
         ConfigError: the URL cannot be parsed.
@@ -134,6 +138,7 @@ class KafkaQueue:
         session_timeout: float = 10.0,
         fetch_wait: float = 0.01,
         reconnect_timeout: float = 30.0,
+        lanes: Sequence[int] = (-1, 0, 1),
     ) -> None:
         check_limits(visibility_timeout, max_attempts)
         if partitions < 1:
@@ -153,7 +158,7 @@ class KafkaQueue:
         self._dlq = DeadLetters(self._wire, self._names, codec, fetch_wait=fetch_wait)
         self._readers: dict[tuple[str, str], Reader] = {}
         self._by_topic: dict[str, list[Reader]] = {}
-        self._lanes = Lanes(self._wire, self._names, partitions, self._new_lane)
+        self._lanes = Lanes(self._wire, self._names, partitions, self._new_lane, eager=lanes)
         self._lock = anyio.Lock()
         self._stack: AsyncExitStack | None = None
         self._background: TaskGroup | None = None

@@ -15,20 +15,22 @@ if TYPE_CHECKING:
 
 __all__ = (
     "Admin",
-    "Batch",
+    "Client",
     "Consumer",
     "Out",
-    "Producer",
     "Record",
+    "RecordBatch",
     "TopicPartition",
     "driver_errors",
     "is_retriable",
     "kafka_error",
     "new_admin",
+    "new_client",
     "new_consumer",
-    "new_producer",
+    "new_record_batch",
     "new_topic",
     "partition_for",
+    "produce_request",
     "rebalance_listener",
     "topic_partition",
 )
@@ -43,6 +45,9 @@ driver_errors: Any = _errors
 _abc: Any = importlib.import_module("aiokafka.abc")
 _range: Any = importlib.import_module("aiokafka.coordinator.assignors.range")
 _murmur2: Callable[[bytes], int] = importlib.import_module("aiokafka.partitioner").murmur2
+_client_module: Any = importlib.import_module("aiokafka.client")
+_records: Any = importlib.import_module("aiokafka.record.default_records")
+_produce: Any = importlib.import_module("aiokafka.protocol.produce")
 
 kafka_error: type[Exception] = _errors.KafkaError
 """Base class of every aiokafka error."""
@@ -90,27 +95,35 @@ class Record(Protocol):
     headers: Sequence[tuple[str, bytes]]
 
 
-class Batch(Protocol):
-    """aiokafka's `BatchBuilder`."""
+class RecordBatch(Protocol):
+    """aiokafka's `DefaultRecordBatchBuilder` (record batch format v2)."""
 
     def append(
-        self, *, timestamp: float | None, key: bytes | None, value: bytes | None, headers: Sequence[Any]
+        self,
+        offset: int,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes]],
     ) -> object | None: ...
 
-    def record_count(self) -> int: ...
+    def build(self) -> bytearray: ...
 
 
-class _Sent(Protocol):
-    offset: int
+class _Cluster(Protocol):
+    def leader_for_partition(self, partition: TopicPartition) -> int | None: ...
 
 
-class Producer(Protocol):
-    """What the queue calls on an `AIOKafkaProducer`."""
+class Client(Protocol):
+    """What the queue calls on an `AIOKafkaClient` (connections and metadata, under every aiokafka client)."""
 
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-    def create_batch(self) -> Batch: ...
-    async def send_batch(self, batch: Batch, topic: str, *, partition: int) -> Awaitable[_Sent]: ...
+    cluster: _Cluster
+
+    async def bootstrap(self) -> None: ...
+    async def close(self) -> None: ...
+    def add_topic(self, topic: str) -> Awaitable[object]: ...
+    def force_metadata_update(self) -> Awaitable[object]: ...
+    async def send(self, node_id: int, request: Any) -> Any: ...
 
 
 class Consumer(Protocol):
@@ -170,10 +183,25 @@ def partition_for(key: str, partitions: int) -> int:
     return (_murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
-def new_producer(**options: Any) -> Producer:
-    """A new (not started) `AIOKafkaProducer`."""
-    producer: Producer = _aiokafka.AIOKafkaProducer(**options)
-    return producer
+def new_client(**options: Any) -> Client:
+    """A new (not bootstrapped) `AIOKafkaClient`."""
+    client: Client = _client_module.AIOKafkaClient(**options)
+    return client
+
+
+def new_record_batch(max_bytes: int) -> RecordBatch:
+    """An empty record batch (format v2, uncompressed, not transactional) of at most `max_bytes`."""
+    batch: RecordBatch = _records.DefaultRecordBatchBuilder(2, 0, 0, -1, -1, 0, max_bytes)
+    return batch
+
+
+def produce_request(topics: list[tuple[str, list[tuple[int, bytearray]]]], *, timeout_ms: int) -> Any:
+    """A `ProduceRequest` (acks from all in-sync replicas) of one record batch per partition.
+
+    Its response's `topics` hold, per topic, `(partition, error_code, offset, ...)` tuples, `offset`
+    being the first one of the batch (aiokafka picks the version the broker speaks).
+    """
+    return _produce.ProduceRequest(transactional_id=None, required_acks=-1, timeout=timeout_ms, topics=topics)
 
 
 def new_admin(**options: Any) -> Admin:

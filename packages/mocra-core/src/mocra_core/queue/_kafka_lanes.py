@@ -34,20 +34,32 @@ class Lanes:
     `SPREAD`. Every message gets a `created` time later than any this object gave out before, which is
     how a reader orders messages of one lane across partitions.
 
+    The first use of a topic creates its `eager` lanes too, so that consumers subscribe to them from
+    the start: a lane created later makes every consumer group of the topic rebalance (on tansu the
+    consumers stand still for half the session timeout).
+
     Args:
         wire: The queue's producer and admin client.
         names: The queue's Kafka names.
         partitions: Partitions of each lane topic created.
         on_new_lane: Called with (topic, Kafka topic, lane) when a lane topic is first used.
+        eager: Lanes created with the topic.
     """
 
     def __init__(
-        self, wire: Wire, names: Names, partitions: int, on_new_lane: Callable[[str, str, int], None]
+        self,
+        wire: Wire,
+        names: Names,
+        partitions: int,
+        on_new_lane: Callable[[str, str, int], None],
+        eager: Sequence[int] = (0,),
     ) -> None:
         self._wire = wire
         self._names = names
         self._partitions = partitions
         self._on_new_lane = on_new_lane
+        self._eager = tuple(dict.fromkeys(eager))
+        self._opened: set[str] = set()  # topics whose eager lanes exist
         self.published: dict[TopicPartition, int] = {}  # offset after what was written, by partition
         self._known: dict[str, int] = {}  # lane topic -> partitions
         self._round_robin = itertools.count()
@@ -55,13 +67,26 @@ class Lanes:
         self._last_created = 0.0
 
     async def ensure(self, topic: str, lane: int) -> tuple[str, int]:
-        """The Kafka topic of a lane (created if needed) and its partition count."""
+        """The Kafka topic of a lane (created if needed, with the topic's eager lanes) and its partitions."""
+        name = self._names.lane(topic, lane)
+        partitions = self._known.get(name)
+        if partitions is None and topic not in self._opened:
+            for other in self._eager:
+                if other != lane:
+                    await self.ensure_one(topic, other)
+            self._opened.add(topic)
+        if partitions is None:
+            partitions = await self.ensure_one(topic, lane)
+        return name, partitions
+
+    async def ensure_one(self, topic: str, lane: int) -> int:
+        """Create one lane topic unless this object knows it; its partition count."""
         name = self._names.lane(topic, lane)
         partitions = self._known.get(name)
         if partitions is None:
             partitions = self._known[name] = await self._wire.ensure(name, self._partitions)
             self._on_new_lane(topic, name, lane)
-        return name, partitions
+        return partitions
 
     def records(
         self, topic: str, bodies: Sequence[bytes], key: str | None, lane: int, delay: float

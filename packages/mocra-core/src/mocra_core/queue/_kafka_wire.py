@@ -6,27 +6,26 @@ import logging
 import math
 import string
 import time
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._errors import BackendError, BackendUnavailable, ConfigError
-from .._gather import Gather
 from ._kafka_driver import (
     driver_errors,
     is_retriable,
     kafka_error,
     new_admin,
+    new_client,
     new_consumer,
-    new_producer,
     new_topic,
 )
+from ._kafka_produce import DirectProducer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence
 
-    from ._kafka_driver import Admin, Consumer, Out, Producer, TopicPartition
+    from ._kafka_driver import Admin, Client, Consumer, Out, TopicPartition
 
 __all__ = ("DUE", "RAW", "Names", "Wire", "due_header", "parse_url")
 
@@ -144,8 +143,8 @@ class Wire:
 
     Every call retries outages (`is_retriable`) for up to `reconnect_timeout` seconds, re-creating topics
     a restarted broker lost, then raises `BackendUnavailable`; other driver errors raise `BackendError`.
-    Produces to one partition made while another is on the wire go out together, as one batch, in order
-    (each its own batch waited for the ones before it: aiokafka sends one at a time per partition).
+    Produces go out as requests of its own (`DirectProducer`): produces to partitions of one broker made
+    while its request is on the wire share the next request, a partition's records in order.
     """
 
     def __init__(self, url: str, *, request_timeout: float, reconnect_timeout: float) -> None:
@@ -155,9 +154,9 @@ class Wire:
         self.reconnect_timeout = reconnect_timeout
         self.topics: dict[str, int] = {}  # Kafka topic -> partition count, as this queue knows them
         self._configs: dict[str, dict[str, str]] = {}
-        self._producer: Producer | None = None
+        self._client: Client | None = None
+        self._producer: DirectProducer | None = None
         self._admin: Admin | None = None
-        self._produces: dict[tuple[str, int], Gather[Sequence[Out], int]] = {}
 
     def options(self) -> dict[str, Any]:
         """Client options every aiokafka client of this queue shares."""
@@ -169,26 +168,27 @@ class Wire:
         }
 
     async def connect(self, seconds: float) -> None:
-        """Start the producer and admin client; `BackendUnavailable` if the broker cannot be reached."""
-        producer = new_producer(acks="all", linger_ms=0, max_batch_size=1 << 20, **self.options())
+        """Start the producing and admin clients; `BackendUnavailable` if the broker cannot be reached."""
+        client = new_client(**self.options())
         admin = new_admin(**self.options())
         try:
             with anyio.fail_after(seconds):
-                await producer.start()
+                await client.bootstrap()
                 await admin.start()
         except (TimeoutError, OSError, kafka_error) as exc:
             with anyio.CancelScope(shield=True):
-                await _quietly(producer.stop())
+                await _quietly(client.close())
                 await _quietly(admin.close())
             raise BackendUnavailable("kafka", self.url, f"cannot connect: {exc or 'timed out'}") from None
-        self._producer, self._admin = producer, admin
+        self._client, self._admin = client, admin
+        self._producer = DirectProducer(client, timeout=self.request_timeout)
 
     async def close(self) -> None:
-        """Flush and stop the clients (bounded)."""
-        producer, admin, self._producer, self._admin = self._producer, self._admin, None, None
+        """Stop the clients (bounded); produces have all returned or raised by then."""
+        client, admin, self._client, self._admin, self._producer = self._client, self._admin, None, None, None
         with anyio.move_on_after(self.request_timeout, shield=True):
-            if producer is not None:
-                await _quietly(producer.stop())
+            if client is not None:
+                await _quietly(client.close())
             if admin is not None:
                 await _quietly(admin.close())
 
@@ -268,42 +268,12 @@ class Wire:
 
     async def produce(self, name: str, partition: int, records: Sequence[Out]) -> int:
         """Append `records` to one partition, in order; returns the offset after the last one."""
-        produces = self._produces.get((name, partition))
-        if produces is None:
-            produces = self._produces[(name, partition)] = Gather(partial(self._produce_all, name, partition))
-        return await produces(records)
 
-    async def _produce_all(self, name: str, partition: int, calls: list[Sequence[Out]]) -> list[int]:
-        """One produce for concurrent calls; each gets the offset after its own last record."""
-        end = await self._produce(name, partition, [record for call in calls for record in call])
-        ends, after = [], sum(map(len, calls))
-        for call in calls:
-            after -= len(call)
-            ends.append(end - after)
-        return ends
-
-    async def _produce(self, name: str, partition: int, records: Sequence[Out]) -> int:
         async def send() -> int:
             producer = self._producer
             if producer is None:
                 raise anyio.ClosedResourceError
-            sent: list[tuple[Awaitable[Any], int]] = []
-            batch = producer.create_batch()
-            for key, value, headers in records:
-                if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
-                    sent.append(
-                        (await producer.send_batch(batch, name, partition=partition), batch.record_count())
-                    )
-                    batch = producer.create_batch()
-                    if batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
-                        raise driver_errors.MessageSizeTooLargeError(
-                            f"a message of {len(value or b'')} bytes"
-                        )
-            sent.append((await producer.send_batch(batch, name, partition=partition), batch.record_count()))
-            end = 0
-            for future, count in sent:
-                end = (await future).offset + count
-            return end
+            return await producer.produce(name, partition, records)
 
         end: int = await self.retrying(f"publishing to {name!r}", send, topic=name)
         return end
