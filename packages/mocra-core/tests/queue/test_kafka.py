@@ -494,3 +494,9 @@ async def test_common_lanes_exist_from_the_start_so_a_first_priority_costs_no_re
         await lean.publish("other", ["x"])
         found = await lean._wire.list_topics(lean._names.prefix("other"))
         assert sorted(lanes_of(lean._names, "other", found).values()) == [0]  # `lanes` chooses them
+
+
+@pytest.mark.parametrize("lanes", [(0, 1.5), ("1",), (2**63,)])
+def test_a_lane_that_is_not_a_64_bit_int_is_refused_up_front(lanes: tuple[Any, ...]) -> None:
+    with pytest.raises(ValueError, match="priority must be a 64-bit int"):
+        KafkaQueue("kafka://127.0.0.1:9092", codec=MsgpackCodec(), lanes=lanes)

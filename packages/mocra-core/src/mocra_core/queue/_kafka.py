@@ -149,6 +149,8 @@ class KafkaQueue:
         self.max_attempts = max_attempts
         self.partitions = partitions
         self._names = Names(namespace)
+        for lane in lanes:
+            self._names.lane("lanes", lane)  # ValueError for a lane that is not a 64-bit int
         self._wire = Wire(
             url, request_timeout=max(10.0, session_timeout), reconnect_timeout=reconnect_timeout
         )
