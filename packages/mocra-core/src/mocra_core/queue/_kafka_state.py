@@ -79,11 +79,11 @@ class State(msgspec.Struct, array_like=True, forbid_unknown_fields=False):
     def of(
         cls, live: Iterable[tuple[int, Held]], next: int, leases: dict[int, Held], inherited: State | None
     ) -> State:
-        """The state of a partition: its records not done (`live`, by offset), fetched up to `next`."""
+        """The state of a partition: its records not done (`live`, by offset ascending), read up to `next`."""
         done: list[int] = []
         lost: list[int] = []
         base = previous = -1
-        for offset, held in sorted(live, key=lambda item: item[0]):
+        for offset, held in live:  # a partition's window files records in offset order
             if base < 0:
                 base = offset
             elif offset > previous + 1:
