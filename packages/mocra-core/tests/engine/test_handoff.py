@@ -33,25 +33,8 @@ async def test_put_returns_only_once_a_worker_took_the_item() -> None:
         assert await handoff.get() == "y"  # not the withdrawn "x"
 
 
-async def test_a_waiting_worker_gets_the_next_put_at_once() -> None:
-    handoff: Handoff[int] = Handoff()
-    got: list[int] = []
-
-    async def worker() -> None:
-        got.append(await handoff.get())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(worker)
-        await anyio.sleep(0.01)
-        with anyio.fail_after(1):
-            await handoff.put(7, 0)  # a worker waits: put does not block
-    assert got == [7]
-
-
-async def test_a_cancelled_worker_is_passed_by() -> None:
-    handoff: Handoff[str] = Handoff()
-    with anyio.move_on_after(0.02):
-        await handoff.get()  # gives up; its claim must not swallow the next put
+async def put_to_a_waiting_worker(handoff: Handoff[str], item: str) -> list[str]:
+    """Start a worker, let it wait, put `item` (which must not block); what the worker got."""
     got: list[str] = []
 
     async def worker() -> None:
@@ -61,8 +44,19 @@ async def test_a_cancelled_worker_is_passed_by() -> None:
         tg.start_soon(worker)
         await anyio.sleep(0.01)
         with anyio.fail_after(1):
-            await handoff.put("z")
-    assert got == ["z"]
+            await handoff.put(item)
+    return got
+
+
+async def test_a_waiting_worker_gets_the_next_put_at_once() -> None:
+    assert await put_to_a_waiting_worker(Handoff(), "seven") == ["seven"]
+
+
+async def test_a_cancelled_worker_is_passed_by() -> None:
+    handoff: Handoff[str] = Handoff()
+    with anyio.move_on_after(0.02):
+        await handoff.get()  # gives up; its claim must not swallow the next put
+    assert await put_to_a_waiting_worker(handoff, "z") == ["z"]
 
 
 async def test_close_lets_workers_drain_waiting_offers_then_ends() -> None:
@@ -115,3 +109,24 @@ async def test_the_feeder_hands_the_highest_priority_response_to_the_next_free_w
             await anyio.sleep(0.05)
             feeder.halt()
         assert handled == ["first", "next listing", "item", "item 2"]
+
+
+async def test_put_nowait_gives_to_a_waiting_worker_or_would_block() -> None:
+    handoff: Handoff[str] = Handoff()
+    with pytest.raises(anyio.WouldBlock):
+        handoff.put_nowait("nobody waits")
+    got: list[str] = []
+
+    async def worker() -> None:
+        got.append(await handoff.get())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker)
+        tg.start_soon(worker)
+        await anyio.sleep(0.01)
+        handoff.put_nowait("a")  # no await between the two: one pass of the loop for both
+        handoff.put_nowait("b")
+    assert sorted(got) == ["a", "b"]
+    handoff.close()
+    with pytest.raises(anyio.ClosedResourceError):
+        handoff.put_nowait("late")
