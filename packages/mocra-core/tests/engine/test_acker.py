@@ -105,3 +105,18 @@ async def test_a_failed_ack_raises_from_run() -> None:
 def test_the_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="limit"):
         Acker(MemoryQueue(), limit=0)
+
+
+async def test_a_worker_cancelled_while_waiting_for_room_still_has_its_delivery_acked() -> None:
+    async with SlowAcks(delay=0.05) as queue:
+        await queue.publish("t", ["a", "b"])
+        first, second = await queue.consume("t", group="g", max_messages=2, wait=0)
+        acker = Acker(queue, limit=1)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(acker.run)
+            await acker.ack(first)
+            with anyio.move_on_after(0.01) as waiting:
+                await acker.ack(second)  # no room: waits, and is cancelled
+            assert waiting.cancelled_caught
+            acker.close()
+        assert await queue.pending("t") == 0

@@ -75,13 +75,18 @@ class Acker:
         return len(self._waiting) + self._acking
 
     async def ack(self, delivery: Delivery) -> None:
-        """Have `delivery` acked soon; waits only while `limit` deliveries are outstanding."""
-        while len(self) >= self._limit:
-            if self._room.is_set():
-                self._room = anyio.Event()
-            await self._room.wait()
-        self._waiting.append(delivery)
-        self._wake.set()
+        """Have `delivery` acked soon; waits only while `limit` deliveries are outstanding.
+
+        Cancelled while waiting, it still leaves the delivery to be acked (the work is done).
+        """
+        try:
+            while len(self) >= self._limit:
+                if self._room.is_set():
+                    self._room = anyio.Event()
+                await self._room.wait()
+        finally:
+            self._waiting.append(delivery)
+            self._wake.set()
 
     def close(self) -> None:
         """Take nothing more: `run` acks what it holds, then returns."""
