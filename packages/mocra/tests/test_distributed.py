@@ -35,10 +35,11 @@ CONCURRENCY = 8
 PARSE_WORKERS = 4
 LINKS = 3  # per page
 # What a worker holds when it dies: its downloads, the requests whose responses its parse workers hold
-# (direct parse: a request stays leased until its response is parsed), and one request its download feeder
-# leased for the next free worker. Each is fetched again, and since dedup cannot tell whether an attempt
-# that died reached parse, its links that were seen already are queued again past dedup.
-HELD = CONCURRENCY + PARSE_WORKERS + 1
+# (direct parse: a request stays leased until its response is parsed), as many parsed ones whose acks are
+# on their way (the parse stage's acker holds at most one per parse worker), and one request its download
+# feeder leased for the next free worker. Each is fetched again, and since dedup cannot tell whether an
+# attempt that died reached parse, its links that were seen already are queued again past dedup.
+HELD = CONCURRENCY + 2 * PARSE_WORKERS + 1
 IN_FLIGHT = HELD * (1 + LINKS)
 
 
