@@ -36,6 +36,12 @@ class SlowAcks(MemoryQueue):
         await super().ack(deliveries)
 
 
+async def two_leased(queue: MemoryQueue) -> Sequence[Delivery]:
+    """Publish two messages and lease both."""
+    await queue.publish("t", ["a", "b"])
+    return await queue.consume("t", group="g", max_messages=2, wait=0)
+
+
 async def test_acks_handed_in_during_a_round_trip_share_the_next_call() -> None:
     async with SlowAcks() as queue:
         await queue.publish("t", list(range(10)))
@@ -77,8 +83,7 @@ async def test_ack_waits_for_room_beyond_the_limit() -> None:
 
 async def test_a_cancelled_acker_still_acks_what_it_holds() -> None:
     async with SlowAcks(delay=0.01) as queue:
-        await queue.publish("t", ["a", "b"])
-        first, second = await queue.consume("t", group="g", max_messages=2, wait=0)
+        first, second = await two_leased(queue)
         acker = Acker(queue, limit=10)
         async with anyio.create_task_group() as tg:
             tg.start_soon(acker.run)
@@ -109,8 +114,7 @@ def test_the_limit_must_be_positive() -> None:
 
 async def test_a_worker_cancelled_while_waiting_for_room_still_has_its_delivery_acked() -> None:
     async with SlowAcks(delay=0.05) as queue:
-        await queue.publish("t", ["a", "b"])
-        first, second = await queue.consume("t", group="g", max_messages=2, wait=0)
+        first, second = await two_leased(queue)
         acker = Acker(queue, limit=1)
         async with anyio.create_task_group() as tg:
             tg.start_soon(acker.run)
