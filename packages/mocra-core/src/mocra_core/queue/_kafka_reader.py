@@ -223,6 +223,8 @@ class Reader(Window):
                 if verdict == DONE:
                     continue  # finished by the previous owner after its last commit
                 held = self._decode(part, record, lost=verdict == LOST)
+                if held.lost:
+                    part.lost.add(held.offset)
                 if held.reason:
                     part.live[held.offset] = held
                     self._poison.append(held)
@@ -376,7 +378,8 @@ class Reader(Window):
                 part.dirty = False
                 if part.inherited is not None and part.inherited.end() <= part.next:
                     part.inherited = None
-                states[part.tp] = State.of(part.live.items(), part.next, self.leases, part.inherited)
+                leased = {held.offset for held in self.leases.values() if part.live.get(held.offset) is held}
+                states[part.tp] = State.of(list(part.live), part.next, leased | part.lost, part.inherited)
             try:
                 await self._log.write(states)
             except BaseException:

@@ -23,10 +23,9 @@ import msgspec
 from ._kafka_driver import topic_partition
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from ._kafka_driver import Consumer, TopicPartition
-    from ._kafka_window import Held
     from ._kafka_wire import Names, Wire
 
 __all__ = ("DONE", "LOST", "NEW", "State", "StateLog")
@@ -76,28 +75,28 @@ class State(msgspec.Struct, array_like=True, forbid_unknown_fields=False):
         return max(self.next if self.lost or self.done else self.base, inner)
 
     @classmethod
-    def of(
-        cls, live: Iterable[tuple[int, Held]], next: int, leases: dict[int, Held], inherited: State | None
-    ) -> State:
-        """The state of a partition: its records not done (`live`, by offset ascending), read up to `next`."""
+    def of(cls, offsets: Sequence[int], next: int, lost: Iterable[int], inherited: State | None) -> State:
+        """The state of a partition fetched up to `next`.
+
+        `offsets` are its records not done, ascending; `lost` those of them leased now or inherited as
+        lost. Costs the records up to the last gap, not the whole window: the unleased tail of a window is
+        one contiguous run.
+        """
         done: list[int] = []
-        lost: list[int] = []
-        base = previous = -1
-        for offset, held in live:  # a partition's window files records in offset order
-            if base < 0:
-                base = offset
-            elif offset > previous + 1:
-                done += (previous + 1, offset)
-            previous = offset
-            if held.lost or leases.get(held.token) is held:
-                lost.append(offset)
-        if base < 0:
+        count = len(offsets)
+        if count:
+            base, last, i = offsets[0], offsets[-1], 0
+            while last - offsets[i] != count - 1 - i:  # a gap somewhere after offsets[i]
+                if offsets[i + 1] != offsets[i] + 1:
+                    done += (offsets[i] + 1, offsets[i + 1])
+                i += 1
+            if last + 1 < next:
+                done += (last + 1, next)
+        else:
             base = next
-        elif previous + 1 < next:
-            done += (previous + 1, next)
         if inherited is not None and inherited.end() <= next:
             inherited = None
-        return cls(base=base, next=next, done=done, lost=lost, inherited=inherited)
+        return cls(base=base, next=next, done=done, lost=sorted(lost), inherited=inherited)
 
 
 _decoder = msgspec.msgpack.Decoder(State)

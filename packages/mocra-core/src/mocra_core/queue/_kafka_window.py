@@ -45,6 +45,7 @@ class Part:
         "inherited",
         "lane",
         "live",
+        "lost",
         "next",
         "paused",
         "target",
@@ -55,6 +56,7 @@ class Part:
         self.tp = tp
         self.lane = lane
         self.live: dict[int, Held] = {}  # offset -> record not done yet, in offset order
+        self.lost: set[int] = set()  # offsets in `live` leased by a member that left without finishing them
         self.next = position  # offset after the last record fetched
         self.committed = position  # last offset committed (or found committed) for the group
         self.target = position  # end offset when the partition was assigned
@@ -193,6 +195,7 @@ class Window:
         """`held` is done (acked, requeued or dead-lettered): forget it, free its key, commit."""
         part = held.part
         if not part.dropped and part.live.pop(held.offset, None) is not None:
+            part.lost.discard(held.offset)
             part.dirty = True
             self._commit_wanted.set()
             if part.paused and len(part.live) - part.delayed < PREFETCH and self._consumer is not None:
