@@ -90,7 +90,7 @@ class ParseStage:
     async def _acked(self, deliveries: Sequence[Delivery]) -> None:
         if self._unparsed is not None:
             for delivery in deliveries:
-                if delivery.topic != _RESPONSES:
+                if _handed_over(delivery):
                     await self._unparsed.forget(delivery)
 
     async def _handle(self, delivery: Delivery) -> None:
@@ -134,7 +134,7 @@ class ParseStage:
 
     async def _redelivered(self, delivery: Delivery) -> bool:
         """Whether an earlier attempt may have parsed this response (its follow-ups may be lost)."""
-        if self._unparsed is not None and delivery.topic != _RESPONSES:  # a request handed over directly
+        if self._unparsed is not None and _handed_over(delivery):
             return await self._unparsed.redelivered(delivery)
         return delivery.attempt > 1
 
@@ -173,3 +173,8 @@ class ParseStage:
         self._stats.dead_lettered += 1
         await self._router.unit_done(module, request.run, request.account, node)
         await self._queue.dead_letter(delivery, reason=reason)
+
+
+def _handed_over(delivery: Delivery) -> bool:
+    """Whether `delivery` is a request the download stage handed over directly (its payload the response)."""
+    return delivery.topic != _RESPONSES

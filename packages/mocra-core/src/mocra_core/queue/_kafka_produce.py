@@ -12,6 +12,7 @@ partition in one request form one batch, in call order.
 
 from __future__ import annotations
 
+import bisect
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,7 @@ class _Part:
 
     def end_of(self, index: int) -> int | BaseException:
         """The offset after record `index` if its batch was written, else the error that stopped it."""
-        at = max(i for i, (first, _) in enumerate(self.batches) if first <= index)
+        at = bisect.bisect_right(self.batches, index, key=lambda batch: batch[0]) - 1
         if at < len(self.bases):
             return self.bases[at] + index - self.batches[at][0] + 1
         assert self.error is not None
