@@ -78,10 +78,13 @@ def test_malformed_override() -> None:
 
 def test_every_setting_is_documented() -> None:
     text = DOCS.read_text()
-    for section, value in msgspec.structs.asdict(Settings()).items():
-        if isinstance(value, msgspec.Struct):
-            assert f"`[{section}]`" in text, section
-            for field in value.__struct_fields__:
-                assert f"| `{field}` |" in text, f"{section}.{field} is not in docs/settings.md"
-        else:
-            assert f"| `{section}` |" in text, section
+    sections: list[tuple[str, msgspec.Struct]] = [("", Settings())]
+    while sections:
+        name, struct = sections.pop()
+        if name:
+            assert f"`[{name}]`" in text, f"section [{name}] is not in docs/settings.md"
+        for field, value in msgspec.structs.asdict(struct).items():
+            if isinstance(value, msgspec.Struct):
+                sections.append((f"{name}.{field}".lstrip("."), value))
+            else:
+                assert f"| `{field}` |" in text, f"{name}.{field} is not in docs/settings.md"

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from ._load import load, parse_override
-from ._settings import CoordinationSettings, CrawlSettings, QueueSettings, Settings, SinkSettings
+from ._settings import (
+    CoordinationSettings,
+    CrawlSettings,
+    KafkaQueueSettings,
+    NatsQueueSettings,
+    QueueSettings,
+    RedisQueueSettings,
+    Settings,
+    SinkSettings,
+)
 
 __all__ = (
     "CoordinationSettings",
     "CrawlSettings",
+    "KafkaQueueSettings",
+    "NatsQueueSettings",
     "QueueSettings",
+    "RedisQueueSettings",
     "Settings",
     "SinkSettings",
     "load",

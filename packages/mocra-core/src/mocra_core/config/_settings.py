@@ -8,7 +8,16 @@ import msgspec
 
 from ..download import DownloadSettings, RetrySettings
 
-__all__ = ("CoordinationSettings", "CrawlSettings", "QueueSettings", "Settings", "SinkSettings")
+__all__ = (
+    "CoordinationSettings",
+    "CrawlSettings",
+    "KafkaQueueSettings",
+    "NatsQueueSettings",
+    "QueueSettings",
+    "RedisQueueSettings",
+    "Settings",
+    "SinkSettings",
+)
 
 
 class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -61,6 +70,72 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
 
 
+def _positive(owner: object, *names: str) -> None:
+    for name in names:
+        if getattr(owner, name) <= 0:
+            raise ValueError(f"{name} must be > 0, got {getattr(owner, name)}")
+
+
+class RedisQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Options of a `redis://` queue (`RedisStreamsQueue`).
+
+    Attributes:
+        connect_timeout: Seconds to reach the server when opening.
+        reconnect_timeout: Seconds a call keeps retrying a lost server before raising `BackendUnavailable`.
+    """
+
+    connect_timeout: float = 5.0
+    reconnect_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "connect_timeout", "reconnect_timeout")
+
+
+class NatsQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Options of a `nats://` queue (`NatsJetStreamQueue`).
+
+    Attributes:
+        storage: Where JetStream keeps the streams it creates: `"file"` (survives a server restart) or
+            `"memory"`.
+        timeout: Seconds one request to the server may take.
+    """
+
+    storage: Literal["file", "memory"] = "file"
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "timeout")
+
+
+class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Options of a `kafka://` queue (`KafkaQueue`).
+
+    Attributes:
+        partitions: Partitions of each topic the queue creates: at most this many workers share a topic.
+        session_timeout: Seconds without a heartbeat before the group gives a worker's partitions to the
+            others. Apache Kafka accepts 6 to 1,800 by default; tansu also takes less, and a worker joins
+            its groups in half of it there.
+        fetch_wait: Seconds a fetch waits at the broker for new records (tansu always waits this long).
+        reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
+        lanes: Priority lanes created with each topic; another lane is created when first used, and every
+            worker's groups rebalance then.
+    """
+
+    partitions: int = 4
+    session_timeout: float = 10.0
+    fetch_wait: float = 0.01
+    reconnect_timeout: float = 30.0
+    lanes: tuple[int, ...] = (-1, 0, 1)
+
+    def __post_init__(self) -> None:
+        if self.partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
+        _positive(self, "session_timeout", "fetch_wait", "reconnect_timeout")
+        for lane in self.lanes:
+            if not -(2**63) <= lane < 2**63:
+                raise ValueError(f"lanes must be 64-bit ints, got {lane}")
+
+
 class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """Where the queues between stages live.
 
@@ -70,12 +145,22 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says.
         spill_threshold: In memory: requests kept as objects before new ones spill to a temporary LMDB
             queue on disk (bounds the memory of a large frontier).
+        redis: Options used when `url` is `redis://…` (`[queue.redis]`).
+        nats: Options used when `url` is `nats://…` (`[queue.nats]`).
+        kafka: Options used when `url` is `kafka://…` (`[queue.kafka]`).
+
+    Example:
+        >>> Settings.from_mapping({"queue": {"kafka": {"partitions": 8}}}).queue.kafka.partitions
+        8
     """
 
     url: str = "memory://"
     visibility_timeout: float = 300.0
     max_attempts: int = 10
     spill_threshold: int = 100_000
+    redis: RedisQueueSettings = RedisQueueSettings()
+    nats: NatsQueueSettings = NatsQueueSettings()
+    kafka: KafkaQueueSettings = KafkaQueueSettings()
 
 
 class CoordinationSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from .._errors import ConfigError
 from ..coordination import LmdbCoordination, LocalCoordination
 from ..dedup import CoordinationSeenSet, MemorySeenSet
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from ._jobdir import JobDir
 
 __all__ = (
+    "backend_options",
     "check_backends",
     "is_shared",
     "job_name",
@@ -71,6 +74,7 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
             namespace=_namespace(name),
             visibility_timeout=queue.visibility_timeout,
             max_attempts=queue.max_attempts,
+            options=backend_options(settings),
         )
     if job is not None:
         return job.open_queue(queue)
@@ -84,6 +88,24 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
         visibility_timeout=queue.visibility_timeout,
         max_attempts=queue.max_attempts,
     )
+
+
+def backend_options(settings: Settings) -> dict[str, object]:
+    """The `[queue.redis]`, `[queue.nats]` or `[queue.kafka]` settings of the run's queue URL, as keywords.
+
+    Example:
+        >>> from mocra_core.config import Settings
+        >>> backend_options(Settings.from_mapping({"queue": {"url": "kafka://127.0.0.1:9092"}}))["partitions"]
+        4
+        >>> backend_options(Settings())
+        {}
+    """
+    scheme = _scheme(settings.queue.url)
+    section = {"redis": "redis", "rediss": "redis", "nats": "nats", "kafka": "kafka"}.get(scheme)
+    if section is None:
+        return {}
+    options: dict[str, object] = msgspec.structs.asdict(getattr(settings.queue, section))
+    return options
 
 
 def check_backends(settings: Settings, *, cluster: bool = False) -> None:

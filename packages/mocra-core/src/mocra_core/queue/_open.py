@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,8 @@ from ._lmdb import LmdbQueue
 from ._memory import MemoryQueue
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
     from ._backend import QueueBackend
     from ._codec import Codec
@@ -26,6 +28,7 @@ _NETWORKED = {
     "nats": "NatsJetStreamQueue",
     "kafka": "KafkaQueue",
 }
+_OPTIONS = {"redis": "redis", "rediss": "redis", "nats": "nats", "kafka": "kafka"}  # scheme -> settings
 
 
 def open_queue(
@@ -37,6 +40,7 @@ def open_queue(
     max_attempts: int = 5,
     clock: Callable[[], float] = time.monotonic,
     wall_clock: Callable[[], float] = time.time,
+    options: Mapping[str, Any] | None = None,
 ) -> QueueBackend:
     """Open the queue backend a URL names; use the result with `async with`.
 
@@ -54,10 +58,12 @@ def open_queue(
         max_attempts: Deliveries of one message before it is dead-lettered.
         clock: Monotonic seconds for delays and leases (in-process backends; servers keep their own).
         wall_clock: Epoch seconds for `created` and `failed_at` (in-process backends).
+        options: Keyword arguments of the networked backend's class, e.g. `{"partitions": 8}` for
+            `KafkaQueue` (the `[queue.kafka]` settings); ignored by `memory://` and `lmdb://`.
 
     Raises:
         ConfigError: the scheme is unknown or its backend not available, the path is missing or in use,
-            or a codec is needed and none was given.
+            or a codec is needed and none was given, or `options` has one the backend does not take.
         MissingExtra: the backend's driver is not installed.
 
     Example:
@@ -104,11 +110,15 @@ def open_queue(
             if (exc.name or "").partition(".")[0] != driver:
                 raise
             raise MissingExtra(extra, f"queue URL {redact(url)!r}") from exc
+        takes = inspect.signature(backend).parameters
+        if unknown := sorted(set(options or ()) - takes.keys()):
+            raise ConfigError(f"queue.{_OPTIONS[scheme]}", f"{name} takes no option {', '.join(unknown)}")
         return backend(
             url,
             codec=codec,
             namespace=namespace,
             visibility_timeout=visibility_timeout,
             max_attempts=max_attempts,
+            **(options or {}),
         )
     raise ConfigError("queue.url", f"unknown scheme {scheme!r}; expected memory, lmdb, redis, nats or kafka")
