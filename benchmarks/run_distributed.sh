@@ -4,6 +4,8 @@
 # with 2 workers, in interleaved rounds.
 # Usage: benchmarks/run_distributed.sh [RUNS=1]
 #   BACKENDS       which backends (default "redis nats kafka"); SCRAPY_REDIS=0 leaves scrapy-redis out
+#   WORKER_SET     extra settings of every mocra worker on a broker, space-separated, e.g.
+#                  "queue.kafka.session_timeout=2" (a [queue.kafka] key only reaches the Kafka workers)
 #   DIST_TIMEOUT   seconds before the workers of one run are killed (default 900)
 #   DIST_STALL     ... or seconds without a new item (default 120): a stall is reported, the run goes on
 #   MOCRA_DB       Redis db of mocra's queues and coordination (default 13); SR_DB is scrapy-redis's (14,
@@ -104,14 +106,15 @@ run_memory() {
 }
 
 run_backend() {  # run_backend BACKEND PROCS ROUND
-  local backend=$1 procs=$2 group="$1_$2w" job="bench-$1-$2w-$$-$3" url coordination=()
+  local backend=$1 procs=$2 group="$1_$2w" job="bench-$1-$2w-$$-$3" url coordination=() extra=() s
+  for s in ${WORKER_SET:-}; do extra+=(--set "$s"); done
   case $backend in
     redis) url="$REDIS/$MOCRA_DB" ;;
     nats) url="nats://127.0.0.1:4222"; coordination=(--coordination "$REDIS/$MOCRA_DB") ;;
     kafka) url="$KAFKA"; coordination=(--coordination "$REDIS/$MOCRA_DB") ;;
   esac
   measure "$group" "$procs" "$TIMEOUT" "$MOCRA_PY" "$SPIDER" --out "$OUTDIR/dist-$group-{k}.jsonl" \
-    --queue "$url" --job "$job" "${coordination[@]}"
+    --queue "$url" --job "$job" "${coordination[@]}" "${extra[@]}"
   del_keys "$MOCRA_DB" "*$job*"
   if [ "$backend" = nats ]; then del_nats_streams "mocra-$job"; fi
 }

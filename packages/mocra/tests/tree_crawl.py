@@ -4,6 +4,7 @@ the cleanup of a job's data on Redis and NATS."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pathlib
 import signal
@@ -136,6 +137,20 @@ def items(path: pathlib.Path) -> list[int]:
     if not path.exists():
         return []
     return [msgspec.json.decode(line)["id"] for line in path.read_bytes().splitlines() if line.endswith(b"}")]
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedJob:
+    """A job on a broker: its queue URL, its name, and the other `mocra run` options its workers need."""
+
+    queue: str
+    job: str
+    extra: list[str]
+
+    @property
+    def run_args(self) -> list[str]:
+        """The `mocra run` options that put a worker in this job."""
+        return ["--job", self.job, "--queue", self.queue, *self.extra]
 
 
 @contextlib.contextmanager

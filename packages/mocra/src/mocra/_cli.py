@@ -98,12 +98,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_dlq(args: argparse.Namespace) -> int:
-    from ._dlq import TOPICS, list_dead_letters, replay_dead_letters
+    from ._dlq import TOPICS, BrokerQueues, JobDirQueues, JobQueues, list_dead_letters, replay_dead_letters
 
-    if args.action == "list":
-        list_dead_letters(args.job_dir, limit=args.limit, stream=sys.stdout)
+    queues: JobQueues
+    if args.job_dir:
+        queues = JobDirQueues(args.job_dir)
     else:
-        replay_dead_letters(args.job_dir, topics=args.topic or TOPICS, stream=sys.stdout)
+        from mocra_core.config import load
+
+        settings = load(args.config, overrides=[*args.set, f"queue.url={args.queue}"])
+        queues = BrokerQueues(settings, args.job or settings.crawl.job or "")
+    if args.action == "list":
+        list_dead_letters(queues, limit=args.limit, stream=sys.stdout)
+    else:
+        replay_dead_letters(queues, topics=args.topic or TOPICS, stream=sys.stdout)
     return 0
 
 
@@ -181,9 +189,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
     demo.set_defaults(func=_cmd_demo)
 
-    dlq = commands.add_parser("dlq", help="list or replay the dead-letter queues of a job dir")
+    dlq = commands.add_parser(
+        "dlq",
+        help="list or replay the dead-letter queues of a job",
+        description="The job is a job dir (--job-dir DIR) or a job on a broker (--queue URL --job NAME).",
+    )
     dlq.add_argument("action", choices=("list", "replay"))
-    dlq.add_argument("--job-dir", required=True, help="the job dir given to `mocra run`")
+    where = dlq.add_mutually_exclusive_group(required=True)
+    where.add_argument("--job-dir", help="the job dir given to `mocra run`")
+    where.add_argument("--queue", metavar="URL", help="the broker given to `mocra run --queue`")
+    dlq.add_argument("--job", metavar="NAME", help="with --queue: the job given to `mocra run --job`")
+    dlq.add_argument("-c", "--config", help="with --queue: a TOML settings file ([queue.*] options)")
+    dlq.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --queue: override a setting",
+    )
     dlq.add_argument("--limit", type=int, default=1000, help="list at most this many per queue")
     dlq.add_argument(
         "--topic", action="append", choices=("task", "request", "response"), help="replay only this queue"

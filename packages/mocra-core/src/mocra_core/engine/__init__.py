@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._backends import is_shared, open_queue_for
 from ._builder import Mocra, MocraBuilder
 from ._cluster import cluster_from_env, cluster_status
 from ._codec import EngineCodec
@@ -20,4 +21,6 @@ __all__ = (
     "cluster_from_env",
     "cluster_status",
     "describe_dead_letter",
+    "is_shared",
+    "open_queue_for",
 )

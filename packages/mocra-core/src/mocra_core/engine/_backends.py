@@ -55,7 +55,13 @@ def _scheme(url: str) -> str:
 
 
 def is_shared(settings: Settings) -> bool:
-    """True when the queues live on a broker that other workers may share."""
+    """True when the queues live on a broker that other workers may share.
+
+    Example:
+        >>> from mocra_core.config import Settings
+        >>> is_shared(Settings()), is_shared(Settings.from_mapping({"queue": {"url": "nats://127.0.0.1:4222"}}))
+        (False, True)
+    """
     return _scheme(settings.queue.url) not in ("memory", "lmdb")
 
 
@@ -65,7 +71,20 @@ def job_name(settings: Settings, modules: list[str]) -> str:
 
 
 def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBackend:
-    """The queue backend of a run."""
+    """The queue backend of a run with `settings` for the job `name`; not connected (use `async with`).
+
+    A broker's queue is namespaced by the job name and gets the `[queue.*]` options of its scheme, so any
+    process that opens it with the same settings and name reaches the queues of the job's workers (as
+    `mocra dlq --queue URL --job NAME` does).
+
+    Example:
+        >>> from mocra_core.config import Settings
+        >>> redis = Settings.from_mapping({"queue": {"url": "redis://127.0.0.1:6379/0"}})
+        >>> open_queue_for(redis, None, "books")
+        <RedisStreamsQueue 'redis://127.0.0.1:6379/0' namespace='mocra-books'>
+        >>> open_queue_for(Settings(), None, "books")
+        <SpillingQueue threshold=100000 spilled=0>
+    """
     queue = settings.queue
     if is_shared(settings):
         return open_queue(

@@ -179,7 +179,8 @@ class Wire:
             with anyio.CancelScope(shield=True):
                 await _quietly(client.close())
                 await _quietly(admin.close())
-            raise BackendUnavailable("kafka", self.url, f"cannot connect: {exc or 'timed out'}") from None
+            problem = str(exc) or f"no answer in {seconds:g} s"
+            raise BackendUnavailable("kafka", self.url, f"cannot connect: {problem}") from None
         self._client, self._admin = client, admin
         self._producer = DirectProducer(client, timeout=self.request_timeout)
 

@@ -97,7 +97,8 @@ async def connect(
                 reconnected_cb=on_reconnect_cb,
             )
     except (TimeoutError, OSError, nats.errors.Error) as exc:
-        raise BackendUnavailable("nats", url, f"cannot connect: {exc or type(exc).__name__}") from exc
+        problem = str(exc) or f"no answer in {within:g} s"
+        raise BackendUnavailable("nats", url, f"cannot connect: {problem}") from exc
 
 
 async def ensure_streams(js: JetStreamContext, names: Names, storage: str, api: Api) -> None:

@@ -130,7 +130,8 @@ class RedisStore:
         except ResponseError:  # INFO not allowed (ACL): assume a recent server
             info = {}
         except (RedisError, OSError, TimeoutError) as exc:
-            raise BackendUnavailable("redis", self.url, f"cannot connect: {exc or 'timed out'}") from exc
+            problem = str(exc) or f"no answer in {self._connect_timeout + 1:g} s"
+            raise BackendUnavailable("redis", self.url, f"cannot connect: {problem}") from exc
         version = tuple(int(x) for x in str(info.get("redis_version", "6.2")).split(".")[:2])
         if version < (6, 2):
             raise BackendError("redis", self.url, f"needs Redis 6.2 or later (XAUTOCLAIM), found {version}")

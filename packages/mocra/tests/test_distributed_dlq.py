@@ -1,0 +1,62 @@
+"""`mocra dlq list|replay --queue URL --job NAME`: the dead letters of a job on a broker are listed, replayed,
+and processed by the job's next worker."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from mocra_core.testing import ServerRequest, ServerResponse
+
+from .tree_crawl import SharedJob, items, serving, start_crawl
+
+pytestmark = pytest.mark.slow
+
+SETTINGS = ["retry.max_retries=0", "crawl.obey_robots=false", "queue.kafka.session_timeout=2"]
+
+
+def mocra(*args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "mocra", *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_dead_letters_of_a_shared_job_are_listed_and_replayed(
+    tmp_path: pathlib.Path, shared_job: SharedJob
+) -> None:
+    broken = {"on": True}
+
+    async def page(request: ServerRequest) -> ServerResponse:
+        if request.path == "/p/0":
+            return ServerResponse(body='<a href="/p/1">1</a><a href="/p/2">2</a>')
+        if broken["on"] and request.path == "/p/2":
+            return ServerResponse(500, "down")
+        return ServerResponse(body="<p>leaf</p>")
+
+    where = ["--queue", shared_job.queue, "--job", shared_job.job, *(f"-s{s}" for s in SETTINGS)]
+    with serving(page) as site:
+        first = start_crawl(tmp_path, site.base_url, "a", shared_job.run_args, SETTINGS)
+        out, _ = first.communicate(timeout=120)
+        assert first.returncode == 0, out.decode()
+        assert sorted(items(tmp_path / "a.jsonl")) == [0, 1]
+
+        listed = mocra("dlq", "list", *where)
+        assert "request" in listed and "/p/2" in listed and "HTTP 500" in listed, listed
+        assert "1 dead letters" in listed
+
+        replayed = mocra("dlq", "replay", *where)
+        assert "1 dead letters replayed" in replayed
+        assert shared_job.job in replayed
+        broken["on"] = False
+        second = start_crawl(tmp_path, site.base_url, "b", shared_job.run_args, SETTINGS)
+        out, _ = second.communicate(timeout=120)
+
+        assert second.returncode == 0, out.decode()
+        assert items(tmp_path / "b.jsonl") == [2]  # the replayed request, and nothing seeded again
+        assert site.hits["/p/0"] == 1
+    assert "0 dead letters" in mocra("dlq", "list", *where)
