@@ -80,6 +80,38 @@ def test_readme_quick_start_runs_with_mocra_run(tmp_path: pathlib.Path, output: 
     assert site.server.hits["/catalogue/page-2.html"] == 1
 
 
+def test_items_go_to_a_file_and_a_database_table_at_once(tmp_path: pathlib.Path) -> None:
+    import sqlalchemy as sa
+
+    site = DemoSite(retry_after=0)
+    database = f"sqlite:///{tmp_path}/books.db"
+    with site.run_in_thread() as base_url:
+        spider = tmp_path / "quickstart.py"
+        spider.write_text(quickstart_from_readme().replace("http://127.0.0.1:8000", base_url))
+        args = ["run", str(spider), "-o", "books.jsonl", "-o", database, "--table", "books", "--key", "title"]
+        first = run(*args, cwd=tmp_path)
+        second = run(*args, cwd=tmp_path)  # the same books again: the table keeps one row per title
+
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert f"items written to books.jsonl, {database}" in second.stdout
+    engine = sa.create_engine(database)
+    with engine.connect() as db:
+        table = db.execute(sa.text("SELECT title, price FROM books")).all()
+    engine.dispose()
+    expected = {(item["title"], item["price"]) for item in site.expected_items()}
+    assert len(table) == len(expected) == 50
+    assert set(table) == expected
+    assert len(read_jsonl(tmp_path / "books.jsonl")) == 50
+
+
+def test_table_and_key_need_a_database_output(tmp_path: pathlib.Path) -> None:
+    spider = tmp_path / "quickstart.py"
+    spider.write_text(quickstart_from_readme())
+    result = run("run", str(spider), "-o", "books.jsonl", "--key", "title", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--table/--key: apply to a database output" in result.stderr
+
+
 def test_readme_quick_start_runs_as_a_script(tmp_path: pathlib.Path) -> None:
     site = DemoSite(retry_after=0)
     with site.run_in_thread() as base_url:

@@ -9,10 +9,12 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 
 from mocra_core.testing import LocalServer
 
 from .tree_crawl import (
+    POSTGRES_URL,
     SharedJob,
     items,
     kill,
@@ -44,6 +46,25 @@ def site() -> Iterator[LocalServer]:
         yield server
 
 
+@pytest.fixture
+def upsert_table(shared_job: SharedJob) -> Iterator[str]:
+    """A PostgreSQL table name for the job's items, dropped afterwards."""
+    name = f"items_{shared_job.job}"
+    yield name
+    engine = sa.create_engine(POSTGRES_URL)
+    with engine.begin() as db:
+        db.execute(sa.text(f'DROP TABLE IF EXISTS "{name}"'))
+    engine.dispose()
+
+
+def table_ids(table: str) -> list[int]:
+    engine = sa.create_engine(POSTGRES_URL)
+    with engine.connect() as db:
+        ids = [row[0] for row in db.execute(sa.text(f'SELECT id FROM "{table}"'))]
+    engine.dispose()
+    return ids
+
+
 def start_worker(
     tmp_path: pathlib.Path, site: LocalServer, name: str, options: list[str]
 ) -> subprocess.Popen[bytes]:
@@ -56,9 +77,11 @@ def start_worker(
 
 
 def test_two_workers_share_a_crawl_and_survive_a_sigkill(
-    tmp_path: pathlib.Path, site: LocalServer, shared_job: SharedJob
+    tmp_path: pathlib.Path, site: LocalServer, shared_job: SharedJob, upsert_table: str
 ) -> None:
-    options = [*shared_job.run_args, "-s", "queue.visibility_timeout=3"]
+    # each worker writes its items to a JSONL file of its own and, keyed by id, to one shared table
+    upsert = ["-o", POSTGRES_URL, "--table", upsert_table, "--key", "id"]
+    options = [*shared_job.run_args, "-s", "queue.visibility_timeout=3", *upsert]
     first = start_worker(tmp_path, site, "a", options)
     second = start_worker(tmp_path, site, "b", options)
     wait_until(lambda: len(items(tmp_path / "a.jsonl")) >= 30, [first], 60, "worker a made no progress")
@@ -76,7 +99,8 @@ def test_two_workers_share_a_crawl_and_survive_a_sigkill(
     assert len(fetched_twice) <= IN_FLIGHT, fetched_twice  # only what the killed worker had in flight
     both = Counter(a) + Counter(b)
     emitted_twice = [n for n, count in both.items() if count > 1]
-    # refetched pages and re-parsed responses; a sink keyed by id (an upsert) keeps one of each
+    # refetched pages and re-parsed responses; the sink keyed by id (an upsert) keeps one of each
     assert len(emitted_twice) <= IN_FLIGHT + PARSE_WORKERS
+    assert sorted(table_ids(upsert_table)) == list(range(PAGES))  # each item exactly once
     print(f"refetched {len(fetched_twice)} pages, {len(emitted_twice)} items emitted twice")
     assert site.hits["/p/0"] == 1  # seeded exactly once

@@ -45,10 +45,12 @@ def test_versions_agree() -> None:
     )
 
 
-def test_cluster_config_is_lazy_and_not_in_all() -> None:
+def test_cluster_config_and_sql_sink_are_lazy_and_not_in_all() -> None:
     import mocra_cluster
 
     assert mocra.ClusterConfig is mocra_core.ClusterConfig is mocra_cluster.ClusterConfig
     assert "ClusterConfig" not in mocra.__all__  # star imports must work without the cluster extra
+    assert mocra.SqlSink is mocra_core.sinks.SqlSink
+    assert "SqlSink" not in mocra.__all__  # nor without the sql extra
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = mocra.Nope  # type: ignore[attr-defined]

@@ -23,6 +23,9 @@ from mocra_core.testing import Handler, LocalServer, ServerRequest, ServerRespon
 
 REDIS_URL = "redis://127.0.0.1:6379/15"
 NATS_URL = "nats://127.0.0.1:4222"
+POSTGRES_URL = os.environ.get(
+    "MOCRA_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 
 SPIDER = """
 from mocra import Spider

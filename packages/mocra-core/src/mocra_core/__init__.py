@@ -18,6 +18,7 @@ from ._errors import (
     MocraError,
     PoisonMessage,
     TooManyRedirects,
+    redact,
 )
 from .config import Settings
 from .engine import CrawlResult, Mocra, MocraBuilder, Progress
@@ -64,6 +65,7 @@ __all__ = (
     "__version__",
     "channel",
     "on_item",
+    "redact",
 )
 
 

@@ -146,6 +146,18 @@ async def test_lane_topics_have_the_configured_partitions_and_keys_pick_one(
         assert published == {expected}
 
 
+async def test_a_retry_is_republished_with_an_attempt_header(make: Callable[..., KafkaQueue]) -> None:
+    async with make() as queue:
+        await queue.publish(T, ["a"])
+        [first] = await take(queue)
+        await queue.nack(first, delay=0.0)
+        [again] = await take(queue, wait=5.0)
+        assert (again.payload, again.attempt) == ("a", 2)
+        [tp] = {tp for tp in queue._lanes.published}
+        records = await read_partition(queue.url, tp.topic, tp.partition)
+    assert [dict(r.headers).get("mocra-attempt") for r in records] == [None, b"2"]
+
+
 async def test_commits_advance_only_past_contiguous_acks(
     make: Callable[..., KafkaQueue], admin: AIOKafkaAdminClient
 ) -> None:

@@ -24,6 +24,7 @@ def test_public_names() -> None:
         "FanoutSink",
         "JsonlSink",
         "SinkError",
+        "SqlSink",
         "channel",
         "on_item",
     )

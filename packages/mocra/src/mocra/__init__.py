@@ -75,16 +75,22 @@ __all__ = (
 
 
 def __getattr__(name: str) -> object:
-    """`from mocra import ClusterConfig` works with the `cluster` extra (mocra_cluster), loaded on first use.
+    """`ClusterConfig` (the `cluster` extra) and `SqlSink` (the `sql` extra), imported on first use.
 
     Example:
-        >>> from mocra import ClusterConfig, Mocra
+        >>> from mocra import ClusterConfig, Mocra, SqlSink
         >>> node = ClusterConfig.bootstrap("node-1", "127.0.0.1:7100", "/tmp/node-1", password="pw")
         >>> Mocra.builder().cluster(node).cluster_config is node
         True
+        >>> SqlSink("sqlite:///items.db", "books", key="id")
+        SqlSink('sqlite:///items.db', 'books', key=('id',))
     """
-    if name != "ClusterConfig":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import mocra_core
+    if name == "ClusterConfig":
+        import mocra_core
 
-    return mocra_core.ClusterConfig
+        return mocra_core.ClusterConfig
+    if name == "SqlSink":
+        from mocra_core import sinks
+
+        return sinks.SqlSink
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

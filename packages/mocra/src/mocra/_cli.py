@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from mocra_core import MocraError
 
 from ._progress import ProgressLine
-from ._run import load_spiders, make_sink, print_summary
+from ._run import load_spiders, make_sinks, print_summary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -71,7 +71,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     assert isinstance(builder, MocraBuilder)
     spiders = load_spiders(args.path, names=args.spider)
     resumed = bool(args.job_dir) and _job_exists(args.job_dir)
-    sink = make_sink(args.output, append=resumed) if args.output else None
+    key = [field for text in args.key for field in text.split(",") if field]
+    sink = make_sinks(args.output, append=resumed, table=args.table, key=key)
     for spider in spiders:
         builder.module(spider, sink)
     progress = ProgressLine(sys.stderr)
@@ -146,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     Example:
         >>> build_parser().parse_args(["run", "spider.py", "-o", "items.jsonl"]).output
-        'items.jsonl'
+        ['items.jsonl']
     """
     parser = argparse.ArgumentParser(prog="mocra", description="Queue-driven web crawling.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
@@ -154,7 +155,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the spiders defined in a Python file")
     run.add_argument("path", help="a .py file defining one or more Spider subclasses")
-    run.add_argument("-o", "--output", help="write items to this .jsonl or .csv file")
+    run.add_argument(
+        "-o",
+        "--output",
+        action="append",
+        default=[],
+        help="write items to this .jsonl or .csv file, or to a database table: a SQLAlchemy URL such as "
+        "sqlite:///items.db (the sql extra); repeatable",
+    )
+    run.add_argument("--table", help="with a database output: the table (default items)")
+    run.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="with a database output: the item field(s) identifying an item; a row per key (upsert)",
+    )
     run.add_argument(
         "-s",
         "--set",

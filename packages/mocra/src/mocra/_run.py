@@ -8,13 +8,16 @@ import pathlib
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mocra_core import ConfigError, CsvSink, JsonlSink, Spider
+from mocra_core import ConfigError, CsvSink, JsonlSink, Spider, redact
 from mocra_core.modules import Module
+from mocra_core.sinks import FanoutSink
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mocra_core import CrawlResult, DataSink
 
-__all__ = ("load_spiders", "make_sink", "print_summary")
+__all__ = ("load_spiders", "make_sink", "make_sinks", "print_summary")
 
 
 def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[Any] | Module[Any]]:
@@ -57,21 +60,64 @@ def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[An
     return [cls() for cls in found]
 
 
-def make_sink(output: str, *, append: bool = False) -> DataSink:
-    """A file sink chosen by extension: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV.
+def make_sink(
+    output: str, *, append: bool = False, table: str | None = None, key: Sequence[str] = ()
+) -> DataSink:
+    """The sink of one `-o`: a database URL (`scheme://…`) → `SqlSink`, else a file by its extension.
+
+    Files: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV. A database gets `table` (default
+    `items`) and, with `key`, upserts (each item one row however often it is written).
 
     Raises:
-        ConfigError: another extension.
+        ConfigError: another extension, or `table`/`key` for a file.
+        MissingExtra: a database URL without the `sql` extra.
+
+    Example:
+        >>> make_sink("items.jsonl")
+        JsonlSink('items.jsonl')
+        >>> make_sink("sqlite:///items.db", key=["id"])
+        SqlSink('sqlite:///items.db', 'items', key=('id',))
     """
+    if "://" in output:
+        from mocra_core.sinks import SqlSink
+
+        return SqlSink(output, table or "items", key=key or None)
+    if table or key:
+        raise ConfigError(
+            "--table/--key", "apply to a database output (-o sqlite:///items.db)", source=output
+        )
     suffix = pathlib.Path(output).suffix.lower()
     if suffix in (".jsonl", ".jl", ".ndjson"):
         return JsonlSink(output, append=append)
     if suffix == ".csv":
         return CsvSink(output, append=append)
-    raise ConfigError("--output", f"unknown format {suffix!r}; use .jsonl or .csv", source=output)
+    raise ConfigError(
+        "--output", f"unknown format {suffix!r}; use .jsonl, .csv or a database URL", source=output
+    )
 
 
-def print_summary(result: CrawlResult, stream: TextIO, *, output: str | None = None) -> None:
+def make_sinks(
+    outputs: Sequence[str], *, append: bool = False, table: str | None = None, key: Sequence[str] = ()
+) -> DataSink | None:
+    """The sink of all `-o` outputs: none, one, or a `FanoutSink` writing each batch to every one.
+
+    `table` and `key` go to the database outputs (an error when there is none).
+    """
+    databases = [output for output in outputs if "://" in output]
+    if (table or key) and not databases:
+        raise ConfigError(
+            "--table/--key", "apply to a database output (-o sqlite:///items.db)", source="mocra run"
+        )
+    sinks = [
+        make_sink(o, append=append, table=table, key=key) if "://" in o else make_sink(o, append=append)
+        for o in outputs
+    ]
+    if not sinks:
+        return None
+    return sinks[0] if len(sinks) == 1 else FanoutSink(*sinks)
+
+
+def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence[str] | None = None) -> None:
     """Write a short human summary of a run."""
     s = result.stats
     lines = [
@@ -88,6 +134,7 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | None = N
         lines.append(f"  dead letter [{failure.topic}] {failure.url}: {reason}")
     if result.dead_letters > 10:
         lines.append(f"  ... and {result.dead_letters - 10} more dead letters")
-    if output:
-        lines.append(f"  items written to {output}")
+    outputs = [output] if isinstance(output, str) else list(output or ())
+    if outputs:
+        lines.append(f"  items written to {', '.join(redact(o) for o in outputs)}")
     stream.write("\n".join(lines) + "\n")

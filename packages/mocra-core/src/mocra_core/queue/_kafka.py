@@ -17,9 +17,9 @@ and finished: `_kafka_state.py`; DLQ: `_kafka_dlq.py`):
   member keeps the window of each partition it still owns; a partition that moved is read again from its
   committed offset, skipping what its last `State` says was done (see "Lost members").
 - **Visibility timeout, nack and delays.** An expired lease is republished to its partition with
-  `attempt + 1` (or dead-lettered) and the original counted done; `nack` does the same, with a `mocra-due`
-  header (epoch ms) for its delay. A delayed record waits in the window and holds its partition's committed
-  offset back until it is done.
+  `attempt + 1` in its envelope and a `mocra-attempt` header (or dead-lettered) and the original counted
+  done; `nack` does the same, with a `mocra-due` header (epoch ms) for its delay. A delayed record
+  waits in the window and holds its partition's committed offset back until it is done.
 - **Lost members.** A member that dies or closes without acking loses its partitions after the session
   timeout (then a rebalance: on tansu 10 s + 5 s with the defaults), so its leases come back then, not
   after `visibility_timeout`. Each member writes the `State` of each partition it changed (records done

@@ -23,7 +23,7 @@ from ._envelope import Envelope, pack, unpack
 from ._kafka_driver import kafka_error, rebalance_listener
 from ._kafka_state import DONE, LOST, State, StateLog
 from ._kafka_window import PREFETCH, Held, Part, Window
-from ._kafka_wire import DUE, RAW, due_header
+from ._kafka_wire import ATTEMPT, DUE, RAW, due_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -121,7 +121,8 @@ class Reader(Window):
         env = msgspec.structs.replace(held.env, attempt=held.env.attempt + 1)
         key = env.key.encode() if env.key is not None else None
         tp = held.part.tp
-        end = await self._wire.produce(tp.topic, tp.partition, [(key, pack(env), due_header(delay))])
+        headers = [(ATTEMPT, str(env.attempt).encode()), *due_header(delay)]
+        end = await self._wire.produce(tp.topic, tp.partition, [(key, pack(env), headers)])
         self._published[tp] = max(self._published.get(tp, 0), end)
         self.finish(held)
 

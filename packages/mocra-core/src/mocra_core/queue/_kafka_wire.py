@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 
     from ._kafka_driver import Admin, Client, Consumer, Out, TopicPartition
 
-__all__ = ("DUE", "RAW", "Names", "Wire", "due_header", "parse_url")
+__all__ = ("ATTEMPT", "DUE", "RAW", "Names", "Wire", "due_header", "parse_url")
 
 logger = logging.getLogger(__name__)
 
 DUE = "mocra-due"
 """Header: epoch milliseconds before which a record is held back (delayed publish, nack with delay)."""
+ATTEMPT = "mocra-attempt"
+"""Header of a record republished for another attempt (an expired lease, a nack): the attempt, in decimal.
+The envelope's `attempt` is what consumers read; the header lets Kafka tools (kcat, consoles) see it."""
 RAW = "mocra-raw"
 """Header of a DLQ record whose `body` is the raw record value (not an envelope, or not decodable)."""
 
