@@ -120,9 +120,9 @@ def backend_options(settings: Settings) -> dict[str, object]:
         {}
     """
     scheme = _scheme(settings.queue.url)
-    section = {"redis": "redis", "rediss": "redis", "nats": "nats", "kafka": "kafka"}.get(scheme)
-    if section is None:
+    if scheme not in ("redis", "rediss", "nats", "kafka"):
         return {}
+    section = "redis" if scheme == "rediss" else scheme  # the `[queue.<section>]` of the scheme
     options: dict[str, object] = msgspec.structs.asdict(getattr(settings.queue, section))
     return options
 

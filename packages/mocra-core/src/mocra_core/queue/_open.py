@@ -28,7 +28,6 @@ _NETWORKED = {
     "nats": "NatsJetStreamQueue",
     "kafka": "KafkaQueue",
 }
-_OPTIONS = {"redis": "redis", "rediss": "redis", "nats": "nats", "kafka": "kafka"}  # scheme -> settings
 
 
 def open_queue(
@@ -112,7 +111,8 @@ def open_queue(
             raise MissingExtra(extra, f"queue URL {redact(url)!r}") from exc
         takes = inspect.signature(backend).parameters
         if unknown := sorted(set(options or ()) - takes.keys()):
-            raise ConfigError(f"queue.{_OPTIONS[scheme]}", f"{name} takes no option {', '.join(unknown)}")
+            section = "redis" if scheme == "rediss" else scheme
+            raise ConfigError(f"queue.{section}", f"{name} takes no option {', '.join(unknown)}")
         return backend(
             url,
             codec=codec,
