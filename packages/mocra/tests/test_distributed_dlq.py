@@ -4,26 +4,16 @@ and processed by the job's next worker."""
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
 from mocra_core.testing import ServerRequest, ServerResponse
 
-from .tree_crawl import SharedJob, items, serving, start_crawl
+from .tree_crawl import SharedJob, items, mocra, serving, start_crawl
 
 pytestmark = pytest.mark.slow
 
 SETTINGS = ["retry.max_retries=0", "crawl.obey_robots=false", "queue.kafka.session_timeout=2"]
-
-
-def mocra(*args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "mocra", *args], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def test_dead_letters_of_a_shared_job_are_listed_and_replayed(

@@ -16,6 +16,8 @@ import pytest
 
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
+from .tree_crawl import mocra
+
 pytestmark = pytest.mark.slow
 
 PAGES = 150
@@ -154,11 +156,3 @@ def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -
     assert second.returncode == 0, out.decode()
     assert sorted(items(tmp_path)) == [0, 1, 2]
     assert "0 dead letters" in mocra("dlq", "list", "--job-dir", str(tmp_path / "job"))
-
-
-def mocra(*args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "mocra", *args], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout

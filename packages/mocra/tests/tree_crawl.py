@@ -113,6 +113,15 @@ def start_crawl(
     )  # fmt: skip
 
 
+def mocra(*args: str) -> str:
+    """Run `mocra ARGS` in a subprocess; its stdout (it must succeed)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mocra", *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def wait_until(
     done: Callable[[], bool],
     processes: Sequence[subprocess.Popen[bytes]],

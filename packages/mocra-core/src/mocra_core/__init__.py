@@ -20,6 +20,7 @@ from ._errors import (
     TooManyRedirects,
     redact,
 )
+from ._lazy import load_optional
 from .config import Settings
 from .engine import CrawlResult, Mocra, MocraBuilder, Progress
 from .http import Request, Response
@@ -74,12 +75,4 @@ def __getattr__(name: str) -> object:
 
     It is not in `__all__`, so `from mocra_core import *` works without the `cluster` extra.
     """
-    if name != "ClusterConfig":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        from mocra_cluster import ClusterConfig
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "mocra_cluster":
-            raise
-        raise MissingExtra("cluster", f"{__name__}.ClusterConfig") from exc
-    return ClusterConfig
+    return load_optional(__name__, {"ClusterConfig": ("mocra_cluster", "cluster", "mocra_cluster")}, name)

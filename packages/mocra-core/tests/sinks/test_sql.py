@@ -163,3 +163,16 @@ def test_a_url_sqlalchemy_cannot_read_is_refused() -> None:
 
     with pytest.raises(SinkError, match="cannot use database 'nodb://x'"):
         anyio.run(main)
+
+
+def test_without_the_sql_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import mocra_core.sinks
+    from mocra_core import MissingExtra
+
+    monkeypatch.delitem(sys.modules, "mocra_core.sinks._sql")
+    monkeypatch.delattr(mocra_core.sinks, "SqlSink", raising=False)
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    with pytest.raises(MissingExtra, match=r"mocra\[sql\]"):
+        _ = mocra_core.sinks.SqlSink

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._errors import MissingExtra
+from .._lazy import load_optional
 from ._dag import CoordinationLeaseStore, CoordinationRunStateStore
 from ._errors import CoordinationError
 from ._lmdb import LmdbCoordination
@@ -25,6 +25,11 @@ from ._protocol import MAX_KEY_BYTES, Coordination, LockInfo
 if TYPE_CHECKING:
     from ._cluster import ClusterCoordination
     from ._redis import RedisCoordination
+
+_LAZY = {  # name -> (module, extra, the package the extra installs)
+    "RedisCoordination": ("._redis", "redis", "redis"),
+    "ClusterCoordination": ("._cluster", "cluster", "mocra_cluster"),
+}
 
 __all__ = (
     "MAX_KEY_BYTES",
@@ -51,27 +56,7 @@ del _name, _obj
 
 def __getattr__(name: str) -> object:
     """Import `RedisCoordination` / `ClusterCoordination` on first use, so the package works without them."""
-    if name == "ClusterCoordination":
-        try:
-            from ._cluster import ClusterCoordination
-        except ModuleNotFoundError as exc:
-            if exc.name is None or exc.name.partition(".")[0] != "mocra_cluster":
-                raise
-            raise MissingExtra("cluster", f"{__name__}.ClusterCoordination") from exc
-        ClusterCoordination.__module__ = __name__
-        globals()[name] = ClusterCoordination
-        return ClusterCoordination
-    if name != "RedisCoordination":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        from ._redis import RedisCoordination
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "redis":
-            raise
-        raise MissingExtra("redis", f"{__name__}.RedisCoordination") from exc
-    RedisCoordination.__module__ = __name__
-    globals()[name] = RedisCoordination
-    return RedisCoordination
+    return load_optional(__name__, _LAZY, name)
 
 
 if TYPE_CHECKING:  # mypy --strict proves that the backends fit the protocol

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._errors import MissingExtra
+from .._lazy import load_optional
 from ._decode import ACCEPT_ENCODING, BodyDecoder
 from ._gate import DomainGate, Ticket
 from ._gate_limiter import GatedLimiter
@@ -54,16 +54,7 @@ __all__ = (
 
 def __getattr__(name: str) -> object:
     """Import `RedisDomainGate` on first use, so the package works without the `redis` extra."""
-    if name != "RedisDomainGate":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        from ._gate_redis import RedisDomainGate
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "redis":
-            raise
-        raise MissingExtra("redis", f"{__name__}.RedisDomainGate") from exc
-    globals()[name] = RedisDomainGate
-    return RedisDomainGate
+    return load_optional(__name__, {"RedisDomainGate": ("._gate_redis", "redis", "redis")}, name)
 
 
 if TYPE_CHECKING:  # mypy --strict proves that the gates fit the protocol

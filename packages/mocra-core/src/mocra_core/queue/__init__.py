@@ -6,10 +6,9 @@ Networked backends need their extra and are imported on first use: `RedisStreams
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-from .._errors import MissingExtra
+from .._lazy import load_optional
 from ._backend import QueueBackend
 from ._codec import Codec, MsgpackCodec
 from ._delivery import DeadLetter, Delivery
@@ -53,15 +52,4 @@ del _name
 
 def __getattr__(name: str) -> object:
     """Import a networked backend on first use, so the package works without its extra."""
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, extra, driver = _LAZY[name]
-    try:
-        cls: type = getattr(importlib.import_module(module, __name__), name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != driver:
-            raise
-        raise MissingExtra(extra, f"{__name__}.{name}") from exc
-    cls.__module__ = __name__
-    globals()[name] = cls
-    return cls
+    return load_optional(__name__, _LAZY, name)

@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-from .._errors import MissingExtra
+from .._lazy import load_optional
 from ._callback import CallbackSink, on_item
 from ._channel import ChannelSink, channel
 from ._csv import CsvSink
@@ -19,6 +18,8 @@ from ._jsonl import JsonlSink
 
 if TYPE_CHECKING:
     from ._sql import SqlSink
+
+_LAZY = {"SqlSink": ("._sql", "sql", "sqlalchemy")}  # name -> (module, extra, the package it installs)
 
 __all__ = (
     "CallbackSink",
@@ -36,14 +37,4 @@ __all__ = (
 
 def __getattr__(name: str) -> object:
     """Import `SqlSink` on first use, so the package works without the `sql` extra."""
-    if name != "SqlSink":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        cls: type = importlib.import_module("._sql", __name__).SqlSink
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "sqlalchemy":
-            raise
-        raise MissingExtra("sql", f"{__name__}.SqlSink") from exc
-    cls.__module__ = __name__
-    globals()[name] = cls
-    return cls
+    return load_optional(__name__, _LAZY, name)

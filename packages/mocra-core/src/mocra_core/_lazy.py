@@ -1,0 +1,49 @@
+"""`load_optional`: what a package's `__getattr__` returns for a name whose module needs an extra."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING
+
+from ._errors import MissingExtra
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ("load_optional",)
+
+
+def load_optional(package: str, lazy: Mapping[str, tuple[str, str, str]], name: str) -> object:
+    """Import `name` of `package` on first use, so the package imports without the extra it needs.
+
+    Args:
+        package: The package's `__name__`.
+        lazy: Name -> (module, relative to `package` or absolute; the extra; the top-level package the
+            extra installs).
+        name: The attribute asked for.
+
+    Raises:
+        AttributeError: `lazy` has no such name.
+        MissingExtra: the extra's package is not installed (naming the extra).
+
+    The object is kept in the package's namespace (the next lookup does not get here), and a class of
+    one of the package's own modules is shown as the package's (`mocra_core.sinks.SqlSink`).
+
+    Example:
+        >>> load_optional("mocra_core.sinks", {"SqlSink": ("._sql", "sql", "sqlalchemy")}, "SqlSink")
+        <class 'mocra_core.sinks.SqlSink'>
+    """
+    if name not in lazy:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    module, extra, driver = lazy[name]
+    try:
+        found: object = getattr(importlib.import_module(module, package), name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != driver:
+            raise
+        raise MissingExtra(extra, f"{package}.{name}") from exc
+    if getattr(found, "__module__", "").startswith(package + "."):
+        found.__module__ = package
+    setattr(sys.modules[package], name, found)
+    return found
