@@ -176,3 +176,21 @@ def test_without_the_sql_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "sqlalchemy", None)
     with pytest.raises(MissingExtra, match=r"mocra\[sql\]"):
         _ = mocra_core.sinks.SqlSink
+
+
+@pytest.mark.parametrize("url", ["postgresql"], indirect=True)
+async def test_a_connection_the_server_dropped_is_replaced(table: str) -> None:
+    name = f"mocra-test-{uuid.uuid4().hex[:8]}"
+    url = f"{POSTGRES_URL}?application_name={name}"
+    async with SqlSink(url, table) as sink:
+        await sink.write([{"id": 1}])
+        admin = sa.create_engine(POSTGRES_URL)
+        with admin.begin() as db:  # what a server restart does to the sink's pooled connection
+            ended = db.execute(
+                sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :n"),
+                {"n": name},
+            ).all()
+        admin.dispose()
+        assert ended == [(True,)]
+        await sink.write([{"id": 2}])
+    assert [row["id"] for row in rows(POSTGRES_URL, table)] == [1, 2]

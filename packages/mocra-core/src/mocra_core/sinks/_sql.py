@@ -100,7 +100,7 @@ class SqlSink(SinkContext):
 
     def _open(self) -> None:
         try:
-            engine = sa.create_engine(self.url)
+            engine = sa.create_engine(self.url, pool_pre_ping=True)  # a restarted server: reconnect
         except (sa.exc.ArgumentError, ImportError) as exc:
             raise SinkError(f"cannot use database {redact(self.url)!r}: {exc}", retryable=False) from None
         if self.key and engine.dialect.name not in _UPSERT:
