@@ -147,8 +147,11 @@ def test_run_reports_a_bad_setting_by_name(tmp_path: pathlib.Path) -> None:
         ([], "one of the arguments --job-dir --queue is required"),
     ],
 )
-def test_dlq_names_what_is_missing_or_wrong(tmp_path: pathlib.Path, args: list[str], problem: str) -> None:
-    result = run("dlq", "list", *args, cwd=tmp_path)
+@pytest.mark.parametrize("command", [["dlq", "list"], ["status"]])
+def test_dlq_and_status_name_what_is_missing_or_wrong(
+    tmp_path: pathlib.Path, command: list[str], args: list[str], problem: str
+) -> None:
+    result = run(*command, *args, cwd=tmp_path)
     assert result.returncode == 2
     assert problem in result.stderr
     assert not result.stderr.rstrip().endswith("cannot connect:")  # the reason follows

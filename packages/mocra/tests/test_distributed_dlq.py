@@ -1,5 +1,5 @@
-"""`mocra dlq list|replay --queue URL --job NAME`: the dead letters of a job on a broker are listed, replayed,
-and processed by the job's next worker."""
+"""`mocra dlq list|replay` and `mocra status` with `--queue URL --job NAME`: the dead letters of a job on a
+broker are counted, listed, replayed, and processed by the job's next worker."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def test_dead_letters_of_a_shared_job_are_listed_and_replayed(
         assert first.returncode == 0, out.decode()
         assert sorted(items(tmp_path / "a.jsonl")) == [0, 1]
 
+        assert status(*where) == {"task": (0, 0), "request": (0, 1), "response": (0, 0)}
         listed = mocra("dlq", "list", *where)
         assert "request" in listed and "/p/2" in listed and "HTTP 500" in listed, listed
         assert "1 dead letters" in listed
@@ -42,6 +43,7 @@ def test_dead_letters_of_a_shared_job_are_listed_and_replayed(
         replayed = mocra("dlq", "replay", *where)
         assert "1 dead letters replayed" in replayed
         assert shared_job.job in replayed
+        assert status(*where)["request"] == (1, 0)  # back in the queue, for the next worker
         broken["on"] = False
         second = start_crawl(tmp_path, site.base_url, "b", shared_job.run_args, SETTINGS)
         out, _ = second.communicate(timeout=120)
@@ -50,3 +52,11 @@ def test_dead_letters_of_a_shared_job_are_listed_and_replayed(
         assert items(tmp_path / "b.jsonl") == [2]  # the replayed request, and nothing seeded again
         assert site.hits["/p/0"] == 1
     assert "0 dead letters" in mocra("dlq", "list", *where)
+    assert "nothing left to crawl" in mocra("status", *where)
+
+
+def status(*where: str) -> dict[str, tuple[int, int]]:
+    """`mocra status`: per queue, (pending, dead letters)."""
+    lines = mocra("status", *where).splitlines()
+    assert lines[0].startswith("job ") and lines[1].split() == ["queue", "pending", "dead", "letters"]
+    return {name: (int(pending), int(dead)) for name, pending, dead in (line.split() for line in lines[2:5])}

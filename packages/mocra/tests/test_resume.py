@@ -143,6 +143,8 @@ def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -
         assert b"dead letter [request]" in out and b"/p/2" in out
         assert sorted(items(tmp_path)) == [0, 1]
 
+        counts = mocra("status", "--job-dir", str(tmp_path / "job"))
+        assert "request" in counts and "0 messages left" not in counts and "1 dead letters" in counts, counts
         listed = mocra("dlq", "list", "--job-dir", str(tmp_path / "job"))
         assert "request" in listed and "/p/2" in listed and "HTTP 500" in listed
         assert "1 dead letters" in listed
@@ -156,3 +158,4 @@ def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -
     assert second.returncode == 0, out.decode()
     assert sorted(items(tmp_path)) == [0, 1, 2]
     assert "0 dead letters" in mocra("dlq", "list", "--job-dir", str(tmp_path / "job"))
+    assert "nothing left to crawl" in mocra("status", "--job-dir", str(tmp_path / "job"))

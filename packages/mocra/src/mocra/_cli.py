@@ -1,4 +1,4 @@
-"""The `mocra` command line: `run`, `demo`, `dlq`, `cluster`, `version`."""
+"""The `mocra` command line: `run`, `demo`, `dlq`, `status`, `cluster`, `version`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from mocra_core import MocraError
 
+from ._job_queues import add_job_arguments
 from ._progress import ProgressLine
 from ._run import load_spiders, make_sinks, print_summary
 
@@ -99,20 +100,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_dlq(args: argparse.Namespace) -> int:
-    from ._dlq import TOPICS, BrokerQueues, JobDirQueues, JobQueues, list_dead_letters, replay_dead_letters
+    from ._dlq import list_dead_letters, replay_dead_letters
+    from ._job_queues import TOPICS, job_queues
 
-    queues: JobQueues
-    if args.job_dir:
-        queues = JobDirQueues(args.job_dir)
-    else:
-        from mocra_core.config import load
-
-        settings = load(args.config, overrides=[*args.set, f"queue.url={args.queue}"])
-        queues = BrokerQueues(settings, args.job or settings.crawl.job or "")
+    queues = job_queues(args)
     if args.action == "list":
         list_dead_letters(queues, limit=args.limit, stream=sys.stdout)
     else:
         replay_dead_letters(queues, topics=args.topic or TOPICS, stream=sys.stdout)
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from ._job_queues import job_queues
+    from ._status import print_status
+
+    print_status(job_queues(args), stream=sys.stdout)
     return 0
 
 
@@ -211,24 +214,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="The job is a job dir (--job-dir DIR) or a job on a broker (--queue URL --job NAME).",
     )
     dlq.add_argument("action", choices=("list", "replay"))
-    where = dlq.add_mutually_exclusive_group(required=True)
-    where.add_argument("--job-dir", help="the job dir given to `mocra run`")
-    where.add_argument("--queue", metavar="URL", help="the broker given to `mocra run --queue`")
-    dlq.add_argument("--job", metavar="NAME", help="with --queue: the job given to `mocra run --job`")
-    dlq.add_argument("-c", "--config", help="with --queue: a TOML settings file ([queue.*] options)")
-    dlq.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="with --queue: override a setting",
-    )
+    add_job_arguments(dlq)
     dlq.add_argument("--limit", type=int, default=1000, help="list at most this many per queue")
     dlq.add_argument(
         "--topic", action="append", choices=("task", "request", "response"), help="replay only this queue"
     )
     dlq.set_defaults(func=_cmd_dlq)
+
+    status = commands.add_parser(
+        "status",
+        help="how many messages of a job are queued and dead-lettered",
+        description="The job is a job dir (--job-dir DIR) or a job on a broker (--queue URL --job NAME).",
+    )
+    add_job_arguments(status)
+    status.set_defaults(func=_cmd_status)
 
     cluster = commands.add_parser("cluster", help="ask a node of a `mocra run --cluster` cluster")
     cluster.add_argument("action", choices=("status",), help="status: leader, term, applied index, members")
