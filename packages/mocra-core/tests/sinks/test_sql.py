@@ -113,6 +113,7 @@ async def test_a_batch_with_an_item_that_cannot_be_stored_keeps_nothing(tmp_path
     assert [row["id"] for row in rows(url, "books")] == [1, 4]
 
 
+@pytest.mark.parametrize("url", ["postgresql"], indirect=True)
 async def test_a_wrong_type_on_postgresql_rolls_the_batch_back(table: str) -> None:
     async with SqlSink(POSTGRES_URL, table) as sink:
         await sink.write([{"id": 1, "title": "Tea"}])
