@@ -7,9 +7,7 @@ import pathlib
 
 import pytest
 
-from mocra_core.testing import ServerRequest, ServerResponse
-
-from .tree_crawl import SharedJob, items, mocra, serving, start_crawl
+from .tree_crawl import FailingLeaf, SharedJob, items, mocra, serving, start_crawl
 
 pytestmark = pytest.mark.slow
 
@@ -19,14 +17,7 @@ SETTINGS = ["retry.max_retries=0", "crawl.obey_robots=false", "queue.kafka.sessi
 def test_dead_letters_of_a_shared_job_are_listed_and_replayed(
     tmp_path: pathlib.Path, shared_job: SharedJob
 ) -> None:
-    broken = {"on": True}
-
-    async def page(request: ServerRequest) -> ServerResponse:
-        if request.path == "/p/0":
-            return ServerResponse(body='<a href="/p/1">1</a><a href="/p/2">2</a>')
-        if broken["on"] and request.path == "/p/2":
-            return ServerResponse(500, "down")
-        return ServerResponse(body="<p>leaf</p>")
+    page = FailingLeaf()
 
     where = ["--queue", shared_job.queue, "--job", shared_job.job, *(f"-s{s}" for s in SETTINGS)]
     with serving(page) as site:
@@ -44,7 +35,7 @@ def test_dead_letters_of_a_shared_job_are_listed_and_replayed(
         assert "1 dead letters replayed" in replayed
         assert shared_job.job in replayed
         assert status(*where)["request"] == (1, 0)  # back in the queue, for the next worker
-        broken["on"] = False
+        page.broken = False
         second = start_crawl(tmp_path, site.base_url, "b", shared_job.run_args, SETTINGS)
         out, _ = second.communicate(timeout=120)
 

@@ -16,7 +16,7 @@ import pytest
 
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
-from .tree_crawl import mocra
+from .tree_crawl import FailingLeaf, mocra
 
 pytestmark = pytest.mark.slow
 
@@ -126,14 +126,7 @@ def test_resume_after_ctrl_c_fetches_nothing_twice(tmp_path: pathlib.Path, site:
 
 
 def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -> None:
-    broken = {"on": True}
-
-    async def page(request: ServerRequest) -> ServerResponse:
-        if request.path == "/p/0":
-            return ServerResponse(body='<a href="/p/1">1</a><a href="/p/2">2</a>')
-        if broken["on"] and request.path == "/p/2":
-            return ServerResponse(500, "down")
-        return ServerResponse(body="<p>leaf</p>")
+    page = FailingLeaf()
 
     server = LocalServer(fallback=page)
     with server.run_in_thread():
@@ -151,7 +144,7 @@ def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -
 
         replayed = mocra("dlq", "replay", "--job-dir", str(tmp_path / "job"))
         assert "1 dead letters replayed" in replayed
-        broken["on"] = False
+        page.broken = False
         second = start(tmp_path, server)
         out, _ = second.communicate(timeout=60)
 

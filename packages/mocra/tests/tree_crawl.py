@@ -56,6 +56,20 @@ def tree_page(pages: int, delay: float) -> Handler:
     return page
 
 
+class FailingLeaf:
+    """A handler: `/p/0` links to `/p/1` and `/p/2`, which are leaves; `/p/2` answers 500 while `broken`."""
+
+    def __init__(self) -> None:
+        self.broken = True
+
+    async def __call__(self, request: ServerRequest) -> ServerResponse:
+        if request.path == "/p/0":
+            return ServerResponse(body='<a href="/p/1">1</a><a href="/p/2">2</a>')
+        if self.broken and request.path == "/p/2":
+            return ServerResponse(500, "down")
+        return ServerResponse(body="<p>leaf</p>")
+
+
 @contextlib.contextmanager
 def serving(handler: Handler) -> Iterator[LocalServer]:
     """A `LocalServer` answering every path with `handler`, running in a thread."""
