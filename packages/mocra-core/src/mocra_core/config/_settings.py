@@ -82,6 +82,10 @@ class RedisQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     Attributes:
         connect_timeout: Seconds to reach the server when opening.
         reconnect_timeout: Seconds a call keeps retrying a lost server before raising `BackendUnavailable`.
+
+    Example:
+        >>> RedisQueueSettings(reconnect_timeout=120).reconnect_timeout
+        120
     """
 
     connect_timeout: float = 5.0
@@ -98,6 +102,10 @@ class NatsQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
         storage: Where JetStream keeps the streams it creates: `"file"` (survives a server restart) or
             `"memory"`.
         timeout: Seconds one request to the server may take.
+
+    Example:
+        >>> Settings.from_mapping({"queue": {"nats": {"storage": "memory"}}}).queue.nats.storage
+        'memory'
     """
 
     storage: Literal["file", "memory"] = "file"
@@ -119,6 +127,12 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
         reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
         lanes: Priority lanes created with each topic; another lane is created when first used, and every
             worker's groups rebalance then.
+
+    Example:
+        >>> KafkaQueueSettings(partitions=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: partitions must be at least 1, got 0
     """
 
     partitions: int = 4
