@@ -65,11 +65,12 @@ def make_sink(
 ) -> DataSink:
     """The sink of one `-o`: a database URL (`scheme://…`) → `SqlSink`, else a file by its extension.
 
-    Files: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV. A database gets `table` (default
-    `items`) and, with `key`, upserts (each item one row however often it is written).
+    Files: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV (`table` and `key` are for databases).
+    A database gets `table` (default `items`) and, with `key`, upserts (each item one row however often
+    it is written).
 
     Raises:
-        ConfigError: another extension, or `table`/`key` for a file.
+        ConfigError: another extension.
         MissingExtra: a database URL without the `sql` extra.
 
     Example:
@@ -82,10 +83,6 @@ def make_sink(
         from mocra_core.sinks import SqlSink
 
         return SqlSink(output, table or "items", key=key or None)
-    if table or key:
-        raise ConfigError(
-            "--table/--key", "apply to a database output (-o sqlite:///items.db)", source=output
-        )
     suffix = pathlib.Path(output).suffix.lower()
     if suffix in (".jsonl", ".jl", ".ndjson"):
         return JsonlSink(output, append=append)
@@ -103,15 +100,11 @@ def make_sinks(
 
     `table` and `key` go to the database outputs (an error when there is none).
     """
-    databases = [output for output in outputs if "://" in output]
-    if (table or key) and not databases:
+    if (table or key) and not any("://" in output for output in outputs):
         raise ConfigError(
             "--table/--key", "apply to a database output (-o sqlite:///items.db)", source="mocra run"
         )
-    sinks = [
-        make_sink(o, append=append, table=table, key=key) if "://" in o else make_sink(o, append=append)
-        for o in outputs
-    ]
+    sinks = [make_sink(output, append=append, table=table, key=key) for output in outputs]
     if not sinks:
         return None
     return sinks[0] if len(sinks) == 1 else FanoutSink(*sinks)

@@ -109,8 +109,7 @@ def open_queue(
             if (exc.name or "").partition(".")[0] != driver:
                 raise
             raise MissingExtra(extra, f"queue URL {redact(url)!r}") from exc
-        takes = inspect.signature(backend).parameters
-        if unknown := sorted(set(options or ()) - takes.keys()):
+        if options and (unknown := sorted(set(options) - inspect.signature(backend).parameters.keys())):
             section = "redis" if scheme == "rediss" else scheme
             raise ConfigError(f"queue.{section}", f"{name} takes no option {', '.join(unknown)}")
         return backend(
