@@ -326,7 +326,25 @@ async def test_max_pages_stops_the_crawl(builder: MocraBuilder, server: LocalSer
     )
 
     assert result.reason == "max_pages"
-    assert 5 <= result.stats.responses <= 7
+    assert result.stats.responses == 5
+
+
+async def test_max_pages_holds_with_many_downloads_in_flight(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    server.route("/", page(*(f"/{n}.html" for n in range(60))))
+    for n in range(60):
+        server.route(f"/{n}.html", page())
+
+    result = (
+        await builder.set("crawl.max_pages=20", "crawl.concurrency=16")
+        .spider(LinkSpider(server.url("/")))
+        .run_async()
+    )
+
+    assert result.reason == "max_pages"
+    assert result.stats.requests == result.stats.responses == 20  # no worker starts past the budget
+    assert sum(server.hits.values()) == 20
 
 
 async def test_robots_crawl_delay_spaces_requests(server: LocalServer) -> None:

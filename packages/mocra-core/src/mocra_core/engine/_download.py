@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..modules import CompiledModule
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
+    from ._budget import PageBudget
     from ._login import LoginManager
     from ._router import Router
     from ._unparsed import UnparsedMarks
@@ -66,7 +67,7 @@ class DownloadStage:
         chain: MiddlewareChain,
         stats: Stats,
         *,
-        max_requests: int | None = None,
+        budget: PageBudget | None = None,
         direct: Callable[[Delivery], Awaitable[bool]] | None = None,
         unparsed: UnparsedMarks | None = None,
     ) -> None:
@@ -78,7 +79,7 @@ class DownloadStage:
         self._robots = politeness.robots
         self._chain = chain
         self._stats = stats
-        self._max_requests = max_requests
+        self._budget = budget
         self._direct = direct
         self._unparsed = unparsed  # with `direct`: counts the attempts handed back before parse
         self._handing: set[int] = set()  # leases being handed to a parse worker (it may have them)
@@ -101,10 +102,8 @@ class DownloadStage:
 
     async def _handle(self, delivery: Delivery) -> None:
         request: Request = delivery.payload  # type: ignore[assignment]
-        if self._max_requests is not None and self._stats.requests >= self._max_requests:
-            self._stopping = True  # the page budget is spent: leave the request queued (kept in a job dir)
-            await self._hand_back(delivery, 0, "page budget reached")
-            return
+        if self._budget is not None and self._budget.spent:
+            return await self._budget_spent(delivery)
         module = self._router.module_of(request.node)
         try:
             await self._download(delivery, request, module)
@@ -146,6 +145,8 @@ class DownloadStage:
         domain = urlsplit(request.url).hostname or ""
         if self._robots is not None and domain not in self._delays_checked:
             self._apply_crawl_delay(domain, request.url)
+        if self._budget is not None and not await self._budget.take():
+            return await self._budget_spent(delivery)
         self._stats.requests += 1
         try:
             async with self._limiter.slot(domain):
@@ -180,6 +181,10 @@ class DownloadStage:
         await self._queue.publish(RESPONSES, [response], priority=request.priority)
         await self._queue.ack([delivery])
         return None
+
+    async def _budget_spent(self, delivery: Delivery) -> None:
+        self._stopping = True  # leave the request queued (kept for the job's next run)
+        await self._hand_back(delivery, 0, "page budget reached")
 
     async def _hand_back(self, delivery: Delivery, delay: float, reason: str) -> None:
         """Back to the queue for another attempt, noted as never parsed (see `UnparsedMarks`)."""

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     from ..coordination import Coordination
     from ..modules import CompiledModule
-    from ..observe import Stats
     from ._activity import ActivityQueue
+    from ._budget import PageBudget
 
 __all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "TOPICS", "EndCheck", "StopReason")
 
@@ -44,8 +44,7 @@ class EndCheck:
         coordination: The job's coordination store (seed flags; `ACTIVITY_KEY` on a shared queue).
         shared: Whether other workers share the queue.
         modules: The run's modules by name (which of them must be seeded before the job can end).
-        stats: The run's counters (requests against the page budget).
-        max_pages: The page budget, or None.
+        budget: The page budget (`crawl.max_pages`), or None.
         interrupted: Set by `Engine.interrupt` or a signal.
         crons_running: How many cron schedules are still running (the run is not over while any is).
     """
@@ -57,8 +56,7 @@ class EndCheck:
         *,
         shared: bool,
         modules: Mapping[str, CompiledModule],
-        stats: Stats,
-        max_pages: int | None,
+        budget: PageBudget | None,
         interrupted: anyio.Event,
         crons_running: Callable[[], int],
     ) -> None:
@@ -66,14 +64,13 @@ class EndCheck:
         self._coordination = coordination
         self._shared = shared
         self._modules = modules
-        self._stats = stats
-        self._max_pages = max_pages
+        self._budget = budget
         self._interrupted = interrupted
         self._crons_running = crons_running
 
     async def until_over(self) -> StopReason:
         """Wait until the run is over and return why."""
-        budget = self._max_pages
+        budget = self._budget
         # a worker that wrote to the queue since the last look is not idle: ask the broker only when it
         # was quiet for a whole interval (a busy worker costs the broker no `pending` calls)
         interval = IDLE_POLL_SHARED if self._shared else IDLE_POLL
@@ -82,8 +79,8 @@ class EndCheck:
             if self._interrupted.is_set():
                 logger.info("interrupted: finishing requests in flight")
                 return "interrupted"
-            if budget is not None and self._stats.requests >= budget:
-                logger.info("page budget of %d reached", budget)
+            if budget is not None and budget.spent:
+                logger.info("page budget of %d reached", budget.limit)
                 return "max_pages"
             mark, last = last, self._queue.quiet()
             if mark is not None and mark == last:

@@ -27,6 +27,7 @@ from ._backends import (
     open_queue_for,
     open_seen,
 )
+from ._budget import page_budget
 from ._cluster import open_cluster
 from ._cron_claims import CronClaims
 from ._download import DownloadStage, Politeness
@@ -196,6 +197,12 @@ class Engine:
                 if settings.crawl.dedup
                 else None
             )
+            budget = page_budget(
+                settings.crawl.max_pages,
+                coordination,
+                shared=is_shared(settings) or plane is not None,
+                used=self._stats.requests,
+            )
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
             frontier = Frontier(queue, seen, self._stats, max_depth=settings.crawl.max_depth)
@@ -233,7 +240,7 @@ class Engine:
                     Politeness(limiter=limiter, retry=RetryPolicy(settings.retry), robots=robots),
                     self._chain,
                     self._stats,
-                    max_requests=settings.crawl.max_pages,
+                    budget=budget,
                     direct=parse.hand if unparsed is not None else None,
                     unparsed=unparsed,
                 ),
@@ -246,8 +253,7 @@ class Engine:
                 coordination,
                 shared=is_shared(settings),
                 modules=self._modules,
-                stats=self._stats,
-                max_pages=settings.crawl.max_pages,
+                budget=budget,
                 interrupted=self._interrupted,
                 crons_running=lambda: self._crons_running,
             )
