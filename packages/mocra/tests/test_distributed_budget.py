@@ -24,14 +24,19 @@ def site() -> Iterator[LocalServer]:
         yield server
 
 
-def run_workers(tmp_path: pathlib.Path, site: LocalServer, job: SharedJob, budget: int, names: str) -> None:
-    """Run one worker per letter of `names` side by side on the job with `budget`, until each stops."""
+def run_workers(
+    tmp_path: pathlib.Path, site: LocalServer, job: SharedJob, budget: int, names: str
+) -> list[str]:
+    """Run one worker per letter of `names` side by side on the job with `budget`; their outputs."""
     settings = ["crawl.concurrency=8", "crawl.obey_robots=false", f"crawl.max_pages={budget}"]
     workers = [start_crawl(tmp_path, site.base_url, name, job.run_args, settings) for name in names]
+    outputs = []
     for worker in workers:
-        out, _ = worker.communicate(timeout=120)
-        assert worker.returncode == 0, out.decode()
-        assert any(line.startswith("max_pages:") for line in out.decode().splitlines()), out.decode()
+        out = worker.communicate(timeout=120)[0].decode()
+        assert worker.returncode == 0, out
+        assert any(line.startswith("max_pages:") for line in out.splitlines()), out
+        outputs.append(out)
+    return outputs
 
 
 def test_workers_share_the_page_budget_of_their_job(
@@ -47,3 +52,8 @@ def test_workers_share_the_page_budget_of_their_job(
 
     assert sum(site.hits.values()) == BUDGET + 50
     assert not first & set(items(tmp_path / "c.jsonl"))  # it went on where the job stopped
+
+    [out] = run_workers(tmp_path, site, shared_job, BUDGET + 50, "d")  # nothing left: says why it stops
+
+    assert sum(site.hits.values()) == BUDGET + 50
+    assert "page budget was spent by its earlier runs" in out

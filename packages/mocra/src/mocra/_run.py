@@ -122,6 +122,10 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         f"  dropped {s.dropped or {}}",
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
     ]
+    if result.reason == "max_pages" and not s.requests:
+        lines.append(
+            "  the job's page budget was spent by its earlier runs: a larger crawl.max_pages goes on"
+        )
     for failure in result.failures[:10]:
         reason = failure.reason.strip().splitlines()[-1] if failure.reason.strip() else "?"
         lines.append(f"  dead letter [{failure.topic}] {failure.url}: {reason}")
