@@ -80,7 +80,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     result = builder.run(progress=progress.update)
     progress.finish()
     print_summary(result, sys.stdout, output=args.output)
-    return 0 if result.reason != "interrupted" else 130
+    return _EXIT_CODES.get(result.reason, 0)
+
+
+_EXIT_CODES = {"interrupted": 130, "unavailable": 75}  # 75: EX_TEMPFAIL, run it again later
 
 
 def _job_exists(path: str) -> bool:

@@ -122,6 +122,11 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         f"  dropped {s.dropped or {}}",
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
     ]
+    if result.reason == "unavailable":
+        lines.append(
+            "  the broker or shared store did not answer for crawl.outage_timeout seconds; what this worker"
+            " held returns to the job's other workers or its next run"
+        )
     if result.reason == "max_pages" and not s.requests:
         lines.append(
             "  the job's page budget was spent by its earlier runs: a larger crawl.max_pages goes on"

@@ -31,7 +31,8 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         obey_robots: Fetch and obey robots.txt.
         dedup: Drop requests whose fingerprint was already seen in this job (`dont_filter` skips the check).
         max_depth: Follow links at most this many hops from a seed (`None` = unlimited).
-        max_pages: Stop taking new requests after this many responses (`None` = unlimited).
+        max_pages: Start at most this many downloads in the job, then stop (`None` = unlimited); the workers
+            of a shared queue or a cluster share the budget.
         cron_max_fires: Stop after this many cron firings of each cron module, once their work is done
             (`None` = keep firing until interrupted).
         account_affinity: On a cluster, queue each account's tasks and requests under its partition key
@@ -44,6 +45,8 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         job: Name of the crawl job: workers started with the same name (and queue URL) share one crawl; it
             namespaces queues, dedup and coordination on shared backends. Default: the spider/module names.
         job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
+        outage_timeout: Seconds a worker keeps retrying while its broker or shared store does not answer;
+            after that it stops (`reason = "unavailable"`) and what it held leased returns to the others.
     """
 
     concurrency: int = 64
@@ -59,8 +62,10 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     direct_parse: bool = True
     job: str | None = None
     job_dir: str | None = None
+    outage_timeout: float = 300.0
 
     def __post_init__(self) -> None:
+        _positive(self, "outage_timeout")
         for name in ("concurrency", "parse_workers", "per_domain_concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._transient import TRANSIENT
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from ..queue import Delivery, QueueBackend
+    from ._outage import Outage
 
 __all__ = ("Acker",)
 
@@ -34,6 +37,9 @@ class Acker:
         queue: Where the deliveries were consumed.
         limit: Deliveries handed in and not yet acked at most; `ack` waits for room beyond it.
         after: Called with each batch once it is acked (e.g. to drop bookkeeping of the deliveries).
+        outage: Where an unreachable broker is noted: a batch is then acked again until the broker
+            answers; once the outage is `over`, batches are dropped (their leases expire and they come back:
+            at least once). Without it, a failed ack raises from `run`.
 
     Example:
         >>> import anyio
@@ -58,12 +64,14 @@ class Acker:
         *,
         limit: int,
         after: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None,
+        outage: Outage | None = None,
     ) -> None:
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit!r}")
         self._queue = queue
         self._limit = limit
         self._after = after
+        self._outage = outage
         self._waiting: list[Delivery] = []
         self._acking = 0  # deliveries in the `ack` call in flight
         self._wake = anyio.Event()
@@ -115,11 +123,26 @@ class Acker:
         self._acking = len(batch)
         try:
             await self._queue.ack(batch)
+        except TRANSIENT as exc:
+            if self._outage is None:
+                self._waiting[:0] = batch
+                raise
+            if self._outage.over or (self._closed and self._outage.down_for >= _FLUSH_TIMEOUT):
+                # the run is stopping: the leases expire and the messages come back
+                logger.warning(
+                    "%d acks not sent (%s): those messages will be delivered again", len(batch), exc
+                )
+                return
+            self._waiting[:0] = batch
+            await anyio.sleep(self._outage.failed(exc, "acking"))
+            return
         except BaseException:
             self._waiting[:0] = batch  # not acked: a flush after a cancellation tries again
             raise
         finally:
             self._acking = 0
             self._room.set()
+        if self._outage is not None:
+            self._outage.recovered()
         if self._after is not None:
             await self._after(batch)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..queue import Delivery, QueueBackend
     from ._budget import PageBudget
     from ._login import LoginManager
+    from ._outage import Outage
     from ._router import Router
     from ._unparsed import UnparsedMarks
 
@@ -70,6 +71,7 @@ class DownloadStage:
         budget: PageBudget | None = None,
         direct: Callable[[Delivery], Awaitable[bool]] | None = None,
         unparsed: UnparsedMarks | None = None,
+        outage: Outage | None = None,
     ) -> None:
         self._queue = queue
         self._router = router
@@ -84,7 +86,7 @@ class DownloadStage:
         self._unparsed = unparsed  # with `direct`: counts the attempts handed back before parse
         self._handing: set[int] = set()  # leases being handed to a parse worker (it may have them)
         self._stopping = False
-        self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping)
+        self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping, outage=outage)
         self._delays_checked: set[str] = set()
 
     def stop(self) -> None:

@@ -21,13 +21,14 @@ if TYPE_CHECKING:
     from ..modules import CompiledModule
     from ._activity import ActivityQueue
     from ._budget import PageBudget
+    from ._outage import Outage
 
 __all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "TOPICS", "EndCheck", "StopReason")
 
 logger = logging.getLogger(__name__)
 
 TOPICS = (TASKS, REQUESTS, RESPONSES)
-StopReason = Literal["finished", "interrupted", "max_pages"]
+StopReason = Literal["finished", "interrupted", "max_pages", "unavailable"]
 IDLE_POLL = 0.01
 """Seconds between two looks at whether a one-process run is over."""
 IDLE_POLL_SHARED = 0.1
@@ -47,6 +48,7 @@ class EndCheck:
         budget: The page budget (`crawl.max_pages`), or None.
         interrupted: Set by `Engine.interrupt` or a signal.
         crons_running: How many cron schedules are still running (the run is not over while any is).
+        outage: The run's outage of its shared services: over (`crawl.outage_timeout`) ends the run.
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class EndCheck:
         budget: PageBudget | None,
         interrupted: anyio.Event,
         crons_running: Callable[[], int],
+        outage: Outage,
     ) -> None:
         self._queue = queue
         self._coordination = coordination
@@ -67,6 +70,7 @@ class EndCheck:
         self._budget = budget
         self._interrupted = interrupted
         self._crons_running = crons_running
+        self._outage = outage
 
     async def until_over(self) -> StopReason:
         """Wait until the run is over and return why."""
@@ -82,14 +86,23 @@ class EndCheck:
             if budget is not None and budget.spent:
                 logger.info("page budget of %d reached", budget.limit)
                 return "max_pages"
+            if self._outage.over:
+                return "unavailable"
             mark, last = last, self._queue.quiet()
             if mark is not None and mark == last:
-                if self._crons_running() == 0 and await self.is_idle():
+                if self._crons_running() == 0 and await self._idle_now():
                     return "finished"
             elif self._shared:
                 with contextlib.suppress(*TRANSIENT):  # a missed bump only delays the others' checks
                     await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (is_idle)
             await anyio.sleep(interval)
+
+    async def _idle_now(self) -> bool:
+        try:
+            return await self.is_idle()
+        except TRANSIENT as exc:  # the broker or store is out of reach: not over, look again later
+            self._outage.failed(exc, "checking whether the job is over")
+            return False
 
     async def is_idle(self) -> bool:
         """Nothing queued, leased or delayed on any topic.

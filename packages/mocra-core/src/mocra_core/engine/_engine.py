@@ -37,10 +37,12 @@ from ._generate import GenerateStage
 from ._items import ItemWriter
 from ._jobdir import JobDir
 from ._login import LoginManager
+from ._outage import Outage
 from ._parse import ParseStage
 from ._router import Router
 from ._runbook import RunBook
 from ._seeding import seed_once, start_tasks
+from ._transient import TRANSIENT
 from ._unparsed import UnparsedMarks
 
 if TYPE_CHECKING:
@@ -103,7 +105,8 @@ class CrawlResult(msgspec.Struct, kw_only=True):
 
     Attributes:
         reason: Why the run ended: `finished` (nothing left to do), `interrupted` (Ctrl-C / SIGTERM, drained),
-            `max_pages` (the page budget was reached).
+            `max_pages` (the page budget was reached), `unavailable` (the broker or shared store did not
+            answer for `crawl.outage_timeout` seconds; what this worker held comes back to the others).
         stats: Counters of the run (for a resumed job: of the whole job).
         dead_letters: Entries in the dead-letter queues at the end.
         failures: The first 1,000 of those entries (with `--job-dir`, `mocra dlq list` shows them all and
@@ -149,6 +152,7 @@ class Engine:
         self._stats = Stats()
         self._interrupted = anyio.Event()
         self._queue: ActivityQueue | None = None
+        self._outage: Outage | None = None  # while running
         self._crons_running = 0
 
     @property
@@ -230,9 +234,10 @@ class Engine:
                 )
             )
             unparsed = UnparsedMarks(coordination) if settings.crawl.direct_parse else None
-            parse = ParseStage(queue, router, writers, self._chain, self._stats, unparsed)
+            outage = self._outage = Outage(settings.crawl.outage_timeout)
+            parse = ParseStage(queue, router, writers, self._chain, self._stats, unparsed, outage)
             stages = _Stages(
-                generate=GenerateStage(queue, router, writers, self._stats),
+                generate=GenerateStage(queue, router, writers, self._stats, outage),
                 download=DownloadStage(
                     queue,
                     router,
@@ -243,6 +248,7 @@ class Engine:
                     budget=budget,
                     direct=parse.hand if unparsed is not None else None,
                     unparsed=unparsed,
+                    outage=outage,
                 ),
                 parse=parse,
             )
@@ -256,20 +262,12 @@ class Engine:
                 budget=budget,
                 interrupted=self._interrupted,
                 crons_running=lambda: self._crons_running,
+                outage=outage,
             )
             reason = await self._run_stages(
                 stages, end, crons, writers, job, handle_signals, progress, progress_interval
             )
-            failures: list[Failure] = []
-            dead = 0
-            for topic in TOPICS:
-                letters = await queue.dead_letters(topic, limit=1_000)
-                failures.extend(describe_dead_letter(d) for d in letters[: 1_000 - len(failures)])
-                dead += (
-                    len(letters)
-                    if len(letters) < 1_000
-                    else len(await queue.dead_letters(topic, limit=1 << 62))
-                )
+            failures, dead = ([], 0) if reason == "unavailable" else await _dead_letters(queue)
             snapshot = self._stats.snapshot()
             if job is not None:
                 job.save_stats(snapshot)
@@ -289,6 +287,7 @@ class Engine:
     ) -> StopReason:
         crawl = self._settings.crawl
         generate, download, parse = stages.generate, stages.download, stages.parse
+        reason: StopReason = "interrupted"  # a second signal cancels everything before a reason is known
         async with anyio.create_task_group() as outer:
             unique_writers = {id(w): w for w in writers.values()}.values()
             for writer in unique_writers:
@@ -306,7 +305,9 @@ class Engine:
                         fetching.start_soon(generate.run)
                         fetching.start_soon(download.run, crawl.concurrency)
                         reason = await end.until_over()
-                        if reason == "finished":  # stop leasing at once; what is in hand is finished
+                        if reason == "unavailable":  # what is in hand cannot be finished: leases expire
+                            parsing.cancel_scope.cancel("shared services out of reach")
+                        elif reason == "finished":  # stop leasing at once; what is in hand is finished
                             generate.halt()
                             download.halt()
                         else:
@@ -361,13 +362,18 @@ class Engine:
         self, progress: Callable[[Progress], Any] | None, interval: float, job: JobDir | None
     ) -> None:
         assert self._queue is not None
+        queued: dict[str, int] = {}
         while True:
             await anyio.sleep(interval)
             snapshot = self._stats.snapshot()
             if job is not None:
                 job.save_stats(snapshot)
             if progress is not None:
-                queued = {topic: await self._queue.pending(topic) for topic in TOPICS}
+                try:
+                    queued = {topic: await self._queue.pending(topic) for topic in TOPICS}
+                except TRANSIENT as exc:  # the broker is out of reach: report the last counts
+                    assert self._outage is not None
+                    self._outage.failed(exc, "counting queued messages")
                 progress(Progress(stats=snapshot, queued=queued))
 
     async def _open_downloaders(self, stack: AsyncExitStack) -> dict[str, Downloader]:
@@ -403,3 +409,19 @@ class _Stages(msgspec.Struct, frozen=True):
 def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLimiter | ShareLimiter:
     """Per-domain limits without a job-wide gate: all of them on one node, the node's share on a cluster."""
     return local if ownership is None else ShareLimiter(local, ownership.member_count)
+
+
+async def _dead_letters(queue: ActivityQueue) -> tuple[list[Failure], int]:
+    """The run's dead letters, the first 1,000 described, and their count (none if the broker is away)."""
+    failures: list[Failure] = []
+    dead = 0
+    try:
+        for topic in TOPICS:
+            letters = await queue.dead_letters(topic, limit=1_000)
+            failures.extend(describe_dead_letter(d) for d in letters[: 1_000 - len(failures)])
+            dead += (
+                len(letters) if len(letters) < 1_000 else len(await queue.dead_letters(topic, limit=1 << 62))
+            )
+    except TRANSIENT as exc:
+        logger.warning("cannot count the dead letters: %s", exc)
+    return failures, dead

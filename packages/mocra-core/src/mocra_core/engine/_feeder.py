@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._handoff import Handoff
+from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from ..queue import Delivery, QueueBackend
+    from ._outage import Outage
 
 __all__ = ("Feeder",)
 
@@ -36,6 +38,9 @@ class Feeder:
         should_stop: Asked before each `consume`; once True the feeder stops (see `drain`).
         drain: Keep consuming until the topic has nothing ready, even after `should_stop` (parse drains).
         wait: Seconds one `consume` may wait for a message.
+        outage: Where an unreachable broker is noted: `consume` is then tried again until it answers or
+            the outage is `over`, and a worker whose delivery met one goes on with the next (the delivery
+            stays leased and comes back when its lease expires). Without it, such errors propagate.
     """
 
     def __init__(
@@ -47,8 +52,10 @@ class Feeder:
         *,
         drain: bool = False,
         wait: float = 0.2,
+        outage: Outage | None = None,
     ) -> None:
         self._queue = queue
+        self._outage = outage
         self._topic = topic
         self._group = group
         self._should_stop = should_stop
@@ -108,7 +115,10 @@ class Feeder:
                 left, self._unstarted = list(self._unstarted.values()), {}
                 with anyio.move_on_after(5, shield=True):
                     for delivery in left:
-                        await self._queue.nack(delivery, delay=0, reason="worker cancelled")
+                        try:
+                            await self._queue.nack(delivery, delay=0, reason="worker cancelled")
+                        except TRANSIENT:  # the broker is out of reach: the leases expire instead
+                            break
 
     async def _feed(self, handoff: Handoff[Delivery]) -> None:
         while not self._halted:
@@ -116,11 +126,19 @@ class Feeder:
                 return
             deliveries: Sequence[Delivery] = ()
             with anyio.CancelScope() as self._consuming:
-                deliveries = await self._queue.consume(
-                    self._topic, group=self._group, max_messages=max(1, self._idle), wait=self._wait
-                )
+                try:
+                    deliveries = await self._queue.consume(
+                        self._topic, group=self._group, max_messages=max(1, self._idle), wait=self._wait
+                    )
+                except TRANSIENT as exc:
+                    if self._outage is None:
+                        raise
+                    await anyio.sleep(self._outage.failed(exc, f"leasing {self._topic!r} messages"))
+                else:
+                    if self._outage is not None:
+                        self._outage.recovered()
             self._consuming = None
-            if not deliveries and (self._consuming_cancelled() or self._should_stop()):
+            if not deliveries and (self._consuming_cancelled() or self._should_stop() or self._outage_over()):
                 return
             for delivery in deliveries:
                 self._unstarted[id(delivery)] = delivery
@@ -129,6 +147,9 @@ class Feeder:
                     handoff.put_nowait(delivery)
                 except anyio.WouldBlock:
                     await handoff.put(delivery, delivery.priority)
+
+    def _outage_over(self) -> bool:
+        return self._outage is not None and self._outage.over
 
     def _consuming_cancelled(self) -> bool:
         return self._halted  # a method: `halt` flips it while `_feed` awaits
@@ -143,4 +164,9 @@ class Feeder:
             finally:
                 self._idle -= 1
             self._unstarted.pop(id(delivery), None)
-            await handle(delivery)
+            try:
+                await handle(delivery)
+            except TRANSIENT as exc:  # left leased: it comes back when its lease expires
+                if self._outage is None:
+                    raise
+                self._outage.failed(exc, f"handling a {self._topic!r} message")

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
     from ._items import ItemWriter
+    from ._outage import Outage
     from ._router import Router
 
 __all__ = ("TASKS", "GenerateStage")
@@ -34,14 +35,19 @@ class GenerateStage:
     """
 
     def __init__(
-        self, queue: QueueBackend, router: Router, writers: dict[str, ItemWriter], stats: Stats
+        self,
+        queue: QueueBackend,
+        router: Router,
+        writers: dict[str, ItemWriter],
+        stats: Stats,
+        outage: Outage | None = None,
     ) -> None:
         self._queue = queue
         self._router = router
         self._writers = writers
         self._stats = stats
         self._stopping = False
-        self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping)
+        self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping, outage=outage)
 
     def stop(self) -> None:
         """Take no new tasks."""

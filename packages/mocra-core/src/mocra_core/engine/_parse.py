@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
     from ._items import ItemWriter
+    from ._outage import Outage
     from ._router import Router
     from ._unparsed import UnparsedMarks
 
@@ -53,6 +54,7 @@ class ParseStage:
         chain: MiddlewareChain,
         stats: Stats,
         unparsed: UnparsedMarks | None = None,
+        outage: Outage | None = None,
     ) -> None:
         self._queue = queue
         self._router = router
@@ -61,7 +63,8 @@ class ParseStage:
         self._stats = stats
         self._unparsed = unparsed  # with direct parse: whether a redelivered request reached parse before
         self._stopping = False
-        self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True)
+        self._outage = outage
+        self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True, outage=outage)
         self._acker: Acker | None = None  # while running
 
     def stop(self) -> None:
@@ -79,7 +82,7 @@ class ParseStage:
 
     async def run(self, workers: int) -> None:
         """Run the workers until `stop` is called and no response is left, then ack what is left."""
-        self._acker = acker = Acker(self._queue, limit=workers, after=self._acked)
+        self._acker = acker = Acker(self._queue, limit=workers, after=self._acked, outage=self._outage)
         async with anyio.create_task_group() as tg:
             tg.start_soon(acker.run, name="parse-acker")
             try:

@@ -30,9 +30,17 @@ RETRY_DELAY = 1.0
 
 
 async def retry_later(queue: QueueBackend, delivery: Delivery, exc: Exception, stats: Stats) -> None:
-    """Hand `delivery` back for a later attempt because the shared state was out of reach (`exc`)."""
+    """Hand `delivery` back for a later attempt because the shared state was out of reach (`exc`).
+
+    If the broker does not take it back either, it stays leased and comes back when its lease expires.
+    """
     stats.retries += 1
     logger.warning(
         "%s (attempt %d): retrying in %.0f s: %s", delivery.topic, delivery.attempt, RETRY_DELAY, exc
     )
-    await queue.nack(delivery, delay=RETRY_DELAY, reason=f"shared state out of reach: {exc}")
+    try:
+        await queue.nack(delivery, delay=RETRY_DELAY, reason=f"shared state out of reach: {exc}")
+    except TRANSIENT as again:  # the broker itself is out of reach: the lease runs out instead
+        logger.warning(
+            "%s: not handed back (%s): it comes back when its lease expires", delivery.topic, again
+        )

@@ -31,8 +31,10 @@ How the contract maps onto JetStream (names in `_nats_wire.Names`):
   is the envelope with `reason` and `failed_at`, published (deduplicated by `Nats-Msg-Id`) before the
   original is acked. `dead_letters` reads it oldest first; `replay` republishes and deletes entries. A
   message that is not an envelope is dead-lettered with its raw bytes (`Mocra-Poison` header).
-- **pending** sums the stored messages of the topic's work subjects (one stream info request): exact,
-  across all workers.
+- **pending** sums, per work subject of the topic holding messages, what its consumer has not delivered or
+  not seen acked (its stored messages if it has no consumer yet): exact, across all workers. Counting
+  stored messages alone would count forever the ones nats-server 2.9 may keep after a crash although
+  their consumer recorded the ack (seen after `kill -9` of the server mid-crawl).
 - **Wake-ups**: a publish also sends a core-NATS bell on `{ns}.bell.{topic}` naming its lane or key, so
   waiting consumers learn at once of lanes and keys they did not know.
 - **Outages**: the client reconnects forever; calls are retried (unanswered requests sent again) for up
@@ -62,6 +64,7 @@ from ._checks import check_limits, check_max_messages, check_payloads
 from ._envelope import Envelope, pack
 from ._nats_dlq import DeadLetterStore
 from ._nats_lease import Lease, Leases
+from ._nats_pending import consumers_of, count_pending
 from ._nats_pull import Puller, Raw
 from ._nats_setup import Api, connect, ensure_streams
 from ._nats_wire import DUE_HEADER, Names, Replies, key_token, status_of
@@ -436,7 +439,12 @@ class NatsJetStreamQueue:
         return len(entries)
 
     async def pending(self, topic: str) -> int:
-        """Messages of `topic` ready, delayed or leased (one request to the server)."""
+        """Messages of `topic` ready, delayed or leased (one request to the server, two if it has some).
+
+        A subject with a consumer counts what the consumer has not delivered or not seen acked; one without
+        counts its stored messages. (After a crash, nats-server 2.9 may keep messages in a work-queue
+        stream whose ack its consumer recorded: they are never delivered again, and are not counted.)
+        """
         self._check()
         _check_topic(topic)
         js, names = self._js, self.names
@@ -445,7 +453,11 @@ class NatsJetStreamQueue:
             "count messages",
             lambda: js.stream_info(names.work_stream, subjects_filter=names.topic_subjects(topic)),
         )
-        return sum((info.state.subjects or {}).values())
+        stored = {subject: count for subject, count in (info.state.subjects or {}).items() if count}
+        if not stored:
+            return 0
+        consumers = await self._api("count messages", lambda: consumers_of(js, names.work_stream))
+        return count_pending(stored, consumers)
 
 
 def _check_topic(topic: str) -> None:
