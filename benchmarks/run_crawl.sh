@@ -24,6 +24,7 @@ if [ ! -x "$PY" ] || [ ! -x "$VENV/bin/scrapy" ] || [ ! -f /tmp/benchsite/_meta/
 fi
 "$BENCH/nginx_ctl.sh" status >/dev/null || "$BENCH/nginx_ctl.sh" start
 [ -x "$MOCRA_PY" ] || { echo "no Python at $MOCRA_PY: run 'uv sync' in $REPO" >&2; exit 1; }
+"$REPO/benchmarks/compile_bytecode.sh" "$MOCRA_PY" "$PY"  # every run starts as an installed app would
 mkdir -p "$BENCH_RESULTS" "$OUTDIR"
 if [ "${APPEND:-0}" != 1 ]; then rm -rf "${BENCH_RESULTS:?}/scrapy" "${BENCH_RESULTS:?}/mocra"; fi
 

@@ -38,6 +38,7 @@ fi
 "$PY" -c "import scrapy_redis" 2>/dev/null || "$VENV/bin/pip" install -q scrapy-redis
 "$BENCH/nginx_ctl.sh" status >/dev/null || "$BENCH/nginx_ctl.sh" start
 [ -x "$MOCRA_PY" ] || { echo "no Python at $MOCRA_PY: run 'uv sync' in $REPO" >&2; exit 1; }
+"$REPO/benchmarks/compile_bytecode.sh" "$MOCRA_PY" "$PY"  # every run starts as an installed app would
 mkdir -p "$BENCH_RESULTS" "$OUTDIR"
 GROUPS_ALL="memory"
 if [ "${SCRAPY_REDIS:-1}" = 1 ]; then GROUPS_ALL="$GROUPS_ALL scrapy_redis_2w"; fi
