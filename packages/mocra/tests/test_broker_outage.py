@@ -4,6 +4,7 @@ nothing; a broker that stays away stops it in order after `crawl.outage_timeout`
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import subprocess
 import time
@@ -13,7 +14,19 @@ import pytest
 
 from mocra_core.testing import LocalServer
 
-from .tree_crawl import free_port, items, kill, port_open, serving, start_crawl, tree_page, wait_until
+from .tree_crawl import (
+    NATS_URL,
+    free_port,
+    fresh_job,
+    items,
+    kill,
+    mocra,
+    port_open,
+    serving,
+    start_crawl,
+    tree_page,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +142,33 @@ def test_a_broker_that_stays_away_stops_the_worker_in_order(
     assert worker.returncode == 75, out  # EX_TEMPFAIL: run it again once the broker is back
     assert "unavailable:" in out and "crawl.outage_timeout" in out
     assert "Traceback" not in out
+
+
+def test_a_coordination_store_that_stays_away_stops_the_worker_in_order(
+    tmp_path: pathlib.Path, site: LocalServer
+) -> None:
+    # the job's queues on the machine's NATS; its seen set, gates and flags on a Redis of the test's own
+    store = Broker("redis", tmp_path / "store")
+    store.start()
+    with fresh_job(NATS_URL) as job:
+        options = [
+            "--queue",
+            NATS_URL,
+            "--job",
+            job,
+            "-s",
+            f"coordination.url=redis://127.0.0.1:{store.port}/0",
+        ]
+        crawl = ["crawl.concurrency=2", "crawl.obey_robots=false", "crawl.outage_timeout=4"]
+        worker = start_crawl(tmp_path, site.base_url, "a", options, crawl)
+        wait_until(
+            lambda: len(items(tmp_path / "a.jsonl")) >= 40, [worker], 60, "the worker made no progress"
+        )
+        store.kill()
+
+        out = worker.communicate(timeout=60)[0].decode()
+        status = mocra("status", "--queue", NATS_URL, "--job", job)
+
+    assert worker.returncode == 75, out
+    assert "unavailable:" in out and "Traceback" not in out
+    assert re.search(r"^request +[1-9]\d* +0$", status, re.MULTILINE), status  # handed back, none buried

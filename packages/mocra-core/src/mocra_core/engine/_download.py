@@ -86,6 +86,7 @@ class DownloadStage:
         self._unparsed = unparsed  # with `direct`: counts the attempts handed back before parse
         self._handing: set[int] = set()  # leases being handed to a parse worker (it may have them)
         self._stopping = False
+        self._outage = outage
         self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping, outage=outage)
         self._delays_checked: set[str] = set()
 
@@ -119,7 +120,7 @@ class DownloadStage:
         except TRANSIENT as exc:  # the politeness gate, seen set or broker is out of reach for now
             if self._unparsed is not None:
                 await self._unparsed.note(delivery)
-            await retry_later(self._queue, delivery, exc, self._stats)
+            await retry_later(self._queue, delivery, exc, self._stats, self._outage)
         except Exception as exc:  # a bug in a middleware or a downloader: keep the request, keep crawling
             self._stats.errors += 1
             logger.exception("download of %s failed unexpectedly", request.url)

@@ -99,10 +99,12 @@ class EndCheck:
 
     async def _idle_now(self) -> bool:
         try:
-            return await self.is_idle()
+            idle = await self.is_idle()
         except TRANSIENT as exc:  # the broker or store is out of reach: not over, look again later
             self._outage.failed(exc, "checking whether the job is over")
             return False
+        self._outage.recovered()  # the queues (and, shared, the coordination store) answered
+        return idle
 
     async def is_idle(self) -> bool:
         """Nothing queued, leased or delayed on any topic.

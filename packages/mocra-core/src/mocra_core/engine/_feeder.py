@@ -134,9 +134,6 @@ class Feeder:
                     if self._outage is None:
                         raise
                     await anyio.sleep(self._outage.failed(exc, f"leasing {self._topic!r} messages"))
-                else:
-                    if self._outage is not None:
-                        self._outage.recovered()
             self._consuming = None
             if not deliveries and (self._consuming_cancelled() or self._should_stop() or self._outage_over()):
                 return

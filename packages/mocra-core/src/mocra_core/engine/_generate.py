@@ -47,6 +47,7 @@ class GenerateStage:
         self._writers = writers
         self._stats = stats
         self._stopping = False
+        self._outage = outage
         self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping, outage=outage)
 
     def stop(self) -> None:
@@ -86,7 +87,7 @@ class GenerateStage:
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
         except TRANSIENT as exc:  # the seen set, coordination store or broker is out of reach for now
-            await retry_later(self._queue, delivery, exc, self._stats)
+            await retry_later(self._queue, delivery, exc, self._stats, self._outage)
             return
         except Exception as exc:
             await self._failed(delivery, task, exc)

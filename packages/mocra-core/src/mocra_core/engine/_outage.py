@@ -77,7 +77,7 @@ class Outage:
         return RETRY_EVERY
 
     def recovered(self) -> None:
-        """Note a call that worked: the outage, if any, is over."""
+        """Note that the services answered (an ack after a handled message, an end check): no outage."""
         if self._since is not None:
             logger.warning("reachable again after %.1f s", self._clock() - self._since)
             self._since = None

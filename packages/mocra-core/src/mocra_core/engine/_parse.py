@@ -121,7 +121,7 @@ class ParseStage:
             await self._dead_letter(delivery, module, node, str(exc))
             return
         except TRANSIENT as exc:  # the seen set, coordination store or broker is out of reach for now
-            await retry_later(self._queue, delivery, exc, self._stats)
+            await retry_later(self._queue, delivery, exc, self._stats, self._outage)
             return
         except Exception as exc:  # the user's callback (or routing) failed: record it, keep crawling
             self._stats.errors += 1
