@@ -154,6 +154,32 @@ async def test_pending_counts_what_other_workers_hold(namespace: str) -> None:
         assert await b.pending(T) == 2
 
 
+async def test_a_lane_rings_its_bell_once_a_second_and_a_key_every_time(namespace: str) -> None:
+    rung: list[bytes] = []
+
+    async def heard(msg: Any) -> None:
+        rung.append(msg.data)
+
+    connection = await nats.connect(NATS_URL)
+    try:
+        async with open_(namespace) as queue:
+            await connection.subscribe(queue.names.bell_subject(T), cb=heard)
+            await connection.flush()
+            for n in range(20):
+                await queue.publish(T, [n])
+            await queue.publish(T, ["high"], priority=5)
+            await queue.publish(T, ["k1"], key="site-a")
+            await queue.publish(T, ["k2"], key="site-a")
+            await connection.flush()
+            await anyio.sleep(0.2)
+    finally:
+        await connection.close()
+
+    assert rung.count(b"l0") == 1  # consumers that know a lane have a pull request waiting there
+    assert rung.count(b"l5") == 1  # a lane new to them is rung at once
+    assert len([bell for bell in rung if bell.startswith(b"k")]) == 2
+
+
 async def test_concurrent_acks_share_a_round_trip(namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from mocra_core.queue._nats_wire import Replies
 

@@ -36,7 +36,8 @@ How the contract maps onto JetStream (names in `_nats_wire.Names`):
   stored messages alone would count forever the ones nats-server 2.9 may keep after a crash although
   their consumer recorded the ack (seen after `kill -9` of the server mid-crawl).
 - **Wake-ups**: a publish also sends a core-NATS bell on `{ns}.bell.{topic}` naming its lane or key, so
-  waiting consumers learn at once of lanes and keys they did not know.
+  waiting consumers learn at once of lanes and keys they did not know (a lane's bell at most once a second
+  per queue: consumers that know the lane have a pull request waiting on it).
 - **Outages**: the client reconnects forever; calls are retried (unanswered requests sent again) for up
   to `timeout` seconds before `BackendUnavailable`, and waiting consumers ask again after a reconnect.
 
@@ -84,6 +85,8 @@ if TYPE_CHECKING:
 __all__ = ("NatsJetStreamQueue",)
 
 logger = logging.getLogger(__name__)
+
+_RING_EVERY = 1.0  # seconds between two bells of one lane from this queue
 
 
 class NatsJetStreamQueue:
@@ -149,6 +152,7 @@ class NatsJetStreamQueue:
         self._api = Api(url, timeout)
         self._clock = time.monotonic
         self._ids = itertools.count(1)
+        self._rung: dict[tuple[str, str], float] = {}  # (topic, lane bell) -> when this queue last rang it
         self._id_prefix = secrets.token_hex(6)
         self._pullers: dict[tuple[str, str], Puller] = {}
         self._starting: dict[tuple[str, str], anyio.Lock] = {}
@@ -276,9 +280,25 @@ class NatsJetStreamQueue:
             )
             for payload in payloads
         ]
-        ring = (names.bell_subject(topic), bell.encode())  # wakes consumers new to this lane or key
-        stored = await replies.request_all(requests, self._api.timeout, keep=True, then=ring)
+        stored = await replies.request_all(
+            requests, self._api.timeout, keep=True, then=self._ring(topic, bell, lane=key is None)
+        )
         _check_stored(self.url, stored)
+
+    def _ring(self, topic: str, bell: str, *, lane: bool) -> tuple[str, bytes] | None:
+        """The bell that wakes consumers new to this lane or key; a lane's rings at most once a second.
+
+        A consumer that knows a lane already has a pull request waiting on it (the server wakes it), so
+        a lane's bell only matters to a consumer that has not seen the lane yet, which also finds it by
+        listing the topic's subjects every second: ringing each publish cost every worker a message per
+        page. A key's bell rings every time (a consumer forgets a key once it is empty).
+        """
+        if lane:
+            now = time.monotonic()
+            if now - self._rung.get((topic, bell), -_RING_EVERY) < _RING_EVERY:
+                return None
+            self._rung[(topic, bell)] = now
+        return (self.names.bell_subject(topic), bell.encode())
 
     # -- consuming -----------------------------------------------------------------------------------
 
