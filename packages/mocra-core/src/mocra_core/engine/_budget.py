@@ -42,7 +42,23 @@ class PageBudget(Protocol):
         ...
 
 
-class LocalBudget:
+class _Budget:
+    """What both budgets have: their limit, and whether a `take` found nothing left."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._spent = False
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    @property
+    def spent(self) -> bool:
+        return self._spent
+
+
+class LocalBudget(_Budget):
     """A budget counted in this process.
 
     Args:
@@ -57,17 +73,9 @@ class LocalBudget:
     """
 
     def __init__(self, limit: int, used: int = 0) -> None:
-        self._limit = limit
+        super().__init__(limit)
         self._used = used
         self._spent = used >= limit
-
-    @property
-    def limit(self) -> int:
-        return self._limit
-
-    @property
-    def spent(self) -> bool:
-        return self._spent
 
     async def take(self) -> bool:
         if self._used >= self._limit:
@@ -77,7 +85,7 @@ class LocalBudget:
         return True
 
 
-class SharedBudget:
+class SharedBudget(_Budget):
     """The budget of a job shared by its workers, kept in the job's coordination store (`BUDGET_KEY`).
 
     A worker claims up to 32 pages at a time (fewer when the budget is small, so that every worker gets
@@ -103,21 +111,12 @@ class SharedBudget:
     """
 
     def __init__(self, limit: int, coordination: Coordination) -> None:
-        self._limit = limit
+        super().__init__(limit)
         self._coordination = coordination
         self._block = max(1, min(_BLOCK, limit // 64))
         self._left = 0  # pages claimed and not used yet
         self._exhausted = False  # the last claim got less than it asked for: nothing is left job-wide
-        self._spent = False
         self._lock = anyio.Lock()
-
-    @property
-    def limit(self) -> int:
-        return self._limit
-
-    @property
-    def spent(self) -> bool:
-        return self._spent
 
     async def take(self) -> bool:
         while self._left == 0:
