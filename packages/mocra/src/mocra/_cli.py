@@ -257,6 +257,9 @@ def _configure_logging(verbosity: int) -> None:
     if verbosity < 1:
         for noisy in ("httpx", "httpcore", "mocra_core.engine._engine", "mocra_core.engine._end"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
+        # aiokafka narrates group joins at INFO and, while the broker is away, logs an ERROR per metadata
+        # retry (thousands a minute); mocra's own messages say what a worker does about it
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -161,6 +161,7 @@ class Reader(Window):
                         await self._commit(consumer)
                 except Exception as exc:
                     logger.debug("kafka: final commit of %s failed: %r", self.group_id, exc)
+            with anyio.move_on_after(5, shield=True):  # a commit the broker never answered: stop all the same
                 await consumer.stop()
                 await self._log.aclose()
 
