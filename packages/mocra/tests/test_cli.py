@@ -169,3 +169,21 @@ def test_run_rejects_an_unknown_output_format(tmp_path: pathlib.Path) -> None:
     result = run("run", str(spider), "-o", "items.xml", cwd=tmp_path)
     assert result.returncode == 2
     assert ".xml" in result.stderr
+
+
+@pytest.mark.parametrize(("verbosity", "quiet"), [(0, True), (1, False)])
+def test_aiokafka_chatter_is_kept_out_of_the_output_unless_verbose(verbosity: int, quiet: bool) -> None:
+    import logging
+
+    from mocra._cli import _configure_logging
+
+    logger = logging.getLogger("aiokafka")
+    before = logger.level
+    try:
+        logger.setLevel(logging.NOTSET)
+        _configure_logging(verbosity)
+        assert (
+            logger.getEffectiveLevel() > logging.ERROR
+        ) is quiet  # its per-retry ERRORs while a broker is away
+    finally:
+        logger.setLevel(before)
