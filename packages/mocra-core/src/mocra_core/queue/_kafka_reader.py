@@ -26,7 +26,7 @@ from ._kafka_window import PREFETCH, Held, Part, Window
 from ._kafka_wire import ATTEMPT, DUE, RAW, due_header
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable
 
     from ._codec import Codec
     from ._kafka_driver import Consumer, Out, Record, TopicPartition
@@ -155,15 +155,10 @@ class Reader(Window):
                 await self._fetch(consumer)
         finally:
             self._consumer = None
-            with anyio.move_on_after(5, shield=True):
-                try:
-                    if not self._committing and not self._rebalancing:
-                        await self._commit(consumer)
-                except Exception as exc:
-                    logger.debug("kafka: final commit of %s failed: %r", self.group_id, exc)
-            with anyio.move_on_after(5, shield=True):  # a commit the broker never answered: stop all the same
-                await consumer.stop()
-                await self._log.aclose()
+            if not self._committing and not self._rebalancing:
+                await _closing(f"the final commit of {self.group_id}", self._commit(consumer))
+            await _closing(f"stopping the consumer of {self.group_id}", consumer.stop())
+            await _closing(f"stopping the state reader of {self.group_id}", self._log.aclose())
 
     async def _start(self, new: Callable[[], Consumer]) -> Consumer:
         while True:
@@ -412,3 +407,16 @@ class Reader(Window):
                 logger.debug("kafka: commit of %s failed: %r; retrying", self.group_id, exc)
                 await anyio.sleep(POLL)
                 self._commit_wanted.set()
+
+
+async def _closing(what: str, step: Awaitable[object]) -> None:
+    """Run one step of closing a reader, for 5 s at most, whatever happens around it or in it.
+
+    A broker gone for good makes aiokafka fail or hang here, and its own cancellations can escape; the
+    reader is stopping anyway (the cancellation that stops it is raised once the steps have run).
+    """
+    with anyio.move_on_after(5, shield=True):
+        try:
+            await step
+        except (Exception, anyio.get_cancelled_exc_class()) as exc:
+            logger.debug("kafka: %s failed: %r", what, exc)
