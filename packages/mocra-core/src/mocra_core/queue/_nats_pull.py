@@ -263,6 +263,7 @@ class Puller:
             max_waiting=4096,
             inactive_threshold=max(3600.0, 4 * self._vis),
         )
+        await self._check_agreement(name)
         try:
             info = await self._call(
                 "create a consumer", lambda: self._js.add_consumer(self._names.work_stream, config)
@@ -276,6 +277,25 @@ class Puller:
             raise
         assert isinstance(info, jsapi.ConsumerInfo)
         return info
+
+    async def _check_agreement(self, name: str) -> None:
+        """Warn when the consumer exists with another `ack_wait`: the last worker to start would set it."""
+        try:
+            info = await self._call(
+                "read a consumer", lambda: self._js.consumer_info(self._names.work_stream, name)
+            )
+        except BackendError as exc:
+            if isinstance(exc.__cause__, nats.js.errors.NotFoundError):
+                return
+            raise
+        theirs = info.config.ack_wait or 0.0
+        if abs(theirs - self._vis) > 0.01 * self._vis:
+            logger.warning(
+                "nats: workers of %s disagree on queue.visibility_timeout: %g s before, %g s for this one "
+                "(the last to start sets it for all, and a lease may come back while another still works "
+                "on it): give every worker the same",
+                self._names.ns, theirs, self._vis,
+            )  # fmt: skip
 
     async def _discover(self) -> None:
         now = self._clock()
