@@ -137,6 +137,14 @@ def test_run_reports_a_bad_setting_by_name(tmp_path: pathlib.Path) -> None:
     assert "concurency" in result.stderr
 
 
+def test_run_names_the_settings_that_cannot_work_together(tmp_path: pathlib.Path) -> None:
+    spider = tmp_path / "quickstart.py"
+    spider.write_text(quickstart_from_readme())
+    result = run("run", str(spider), "--queue", "nats://127.0.0.1:4222", "--job", "j", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("mocra: error: settings: coordination.url: workers sharing a nats queue")
+
+
 @pytest.mark.parametrize(
     ("args", "problem"),
     [

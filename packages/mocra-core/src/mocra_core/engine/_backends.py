@@ -139,6 +139,7 @@ def check_backends(settings: Settings, *, cluster: bool = False) -> None:
             "queue.url",
             f"the nodes of a cluster share a crawl through a broker, got {settings.queue.url!r}: "
             "set queue.url=nats://… (or redis://…, kafka://…; `mocra run --queue URL`)",
+            source="settings",  # a clash of settings, from wherever each came
         )
     shared_store = cluster or settings.coordination.url is not None or settings.crawl.job_dir is not None
     scheme = _scheme(settings.queue.url)
@@ -147,6 +148,7 @@ def check_backends(settings: Settings, *, cluster: bool = False) -> None:
             "coordination.url",
             f"workers sharing a {scheme} queue need a shared coordination store: "
             "set coordination.url=redis://… (any host) or crawl.job_dir=DIR (workers on one host)",
+            source="settings",
         )
 
 
