@@ -52,7 +52,6 @@ class Outage:
         self._since: float | None = None  # first failure since the last success
         self._reported = 0.0
         self.over = False
-        self.last_error = ""
 
     @property
     def down_for(self) -> float:
@@ -62,7 +61,6 @@ class Outage:
     def failed(self, exc: BaseException, what: str) -> float:
         """Note that `what` failed with `exc`; returns the seconds to wait before trying again."""
         now = self._clock()
-        self.last_error = f"{what}: {exc}"
         if self._since is None:
             self._since = self._reported = now
             logger.warning("%s failed (%s); retrying until the service answers again", what, exc)
