@@ -17,6 +17,7 @@ import pytest
 
 from mocra_core import BackendUnavailable, ConfigError
 from mocra_core.queue import MsgpackCodec, NatsJetStreamQueue, open_queue
+from mocra_core.queue._nats_pull import Puller
 
 if TYPE_CHECKING:
     import pathlib
@@ -268,6 +269,38 @@ async def test_a_cancelled_consume_leases_nothing(namespace: str) -> None:
         with anyio.fail_after(5):
             [x] = await take(queue, wait=5)
         assert (x.payload, x.attempt) == ("x", 1)
+
+
+async def test_a_fetch_the_server_answers_late_or_never_neither_stalls_nor_loses(
+    namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # nats-server 2.9 queues a `no_wait` pull request that counted on a message about to go to another
+    # worker's waiting request, and then never answers it (seen mid-crawl: a 5 s stall of the listing
+    # chain). That race cannot be had on demand: here the request is held back instead, and sent later.
+    held: list[tuple[str, dict[str, object], str]] = []
+    pull = Puller._pull
+
+    async def holding_pull(puller: Puller, consumer: str, request: dict[str, object], reply: str) -> None:
+        if request.get("no_wait") and not held:
+            held.append((consumer, request, reply))
+            return
+        await pull(puller, consumer, request, reply)
+
+    async with open_(namespace) as queue:
+        await queue.publish(T, ["warm up"])
+        await queue.ack(await take(queue))  # the lane is known
+        monkeypatch.setattr(Puller, "_pull", holding_pull)
+        await queue.publish(T, ["x"])
+        started = anyio.current_time()
+        assert await take(queue) == []  # no answer
+        assert anyio.current_time() - started < 1.0  # it waited 5 s
+        puller = queue._pullers[(T, "workers")]
+        await pull(puller, *held[0])  # the answer comes after all: `x`, leased to this queue
+        with anyio.fail_after(5):
+            [x] = await take(queue, wait=3)
+        assert (x.payload, x.attempt) == ("x", 1)  # kept, not left to come back after the lease
+        await queue.ack([x])
+        assert await queue.pending(T) == 0
 
 
 async def test_a_second_group_on_a_topic_is_refused(namespace: str) -> None:

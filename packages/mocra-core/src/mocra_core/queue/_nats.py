@@ -66,9 +66,9 @@ from ._envelope import Envelope, pack
 from ._nats_dlq import DeadLetterStore
 from ._nats_lease import Lease, Leases
 from ._nats_pending import consumers_of, count_pending
-from ._nats_pull import Puller, Raw
+from ._nats_pull import Puller
 from ._nats_setup import Api, connect, ensure_streams
-from ._nats_wire import DUE_HEADER, Names, Replies, key_token, status_of
+from ._nats_wire import DUE_HEADER, Names, Raw, Replies, key_token, status_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -326,7 +326,6 @@ class NatsJetStreamQueue:
                     clock=self._clock,
                     call=self._api,
                 )
-                puller.timeout = self._api.timeout
                 await puller.start()
                 self._pullers[(topic, group)] = puller
         return puller

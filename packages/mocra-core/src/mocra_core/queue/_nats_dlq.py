@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from nats.js.api import RawStreamMsg
 
     from ._codec import Codec
-    from ._nats_pull import Raw
-    from ._nats_wire import Call, Names
+    from ._nats_wire import Call, Names, Raw
 
 __all__ = ("DeadLetterStore",)
 

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ._codec import Codec
-    from ._nats_pull import Puller, Raw
+    from ._nats_pull import Puller
+    from ._nats_wire import Raw
 
 __all__ = ("Admitted", "Lease", "Leases")
 

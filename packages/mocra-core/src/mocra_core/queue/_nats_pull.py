@@ -7,7 +7,8 @@ partition key gets one lingering pull request of this process (batch 1) on its c
 message as soon as the key is free. What arrives that way is kept in `buffer`: it is already leased to
 this process and handed out by its next `consume`, merged by lane and stream order. A request outlives
 the call that made it by at most `LINGER` seconds, which bounds how long a process that stopped
-consuming can still catch messages.
+consuming can still catch messages. A `no_wait` request left unanswered for `QUIET` seconds (nats-server
+2.9 may never answer one, see `_fetch_lane`) is given up, and what it still brings goes to `buffer`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ import anyio
 import nats.js.api as jsapi
 import nats.js.errors
 
-from .._errors import BackendError, PoisonMessage
-from ._envelope import Envelope, unpack
-from ._nats_wire import DUE_HEADER, parse_ack_subject, status_of
+from .._errors import BackendError
+from ._nats_wire import Raw, parse_ack_subject, status_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from nats.aio.subscription import Subscription
     from nats.js import JetStreamContext
 
-    from ._nats_wire import AckInfo, Call, Names
+    from ._nats_wire import Call, Names
 
-__all__ = ("Puller", "Raw")
+__all__ = ("Puller",)
 
 logger = logging.getLogger(__name__)
 
@@ -44,37 +44,12 @@ LINGER = 1.0
 """Seconds a waiting consumer's pull request lingers on a lane before it is renewed."""
 SETTLE = 0.25
 """Seconds `fetch` waits at most for a key message the server is known to be pushing right now."""
+QUIET = 0.1
+"""Seconds a `no_wait` fetch of a lane waits for its answer before going on without it."""
 REDISCOVER = 1.0
 """Least seconds between two listings of a topic's subjects."""
 _NEXT = "$JS.API.CONSUMER.MSG.NEXT"
 _KEY_TOKEN = re.compile(r"[0-9a-f]{20}")
-
-
-class Raw:
-    """A message JetStream delivered to this process (leased to it), not yet handed out."""
-
-    __slots__ = ("ack", "data", "due", "envelope", "info", "kt", "priority", "problem", "received")
-
-    def __init__(self, msg: Msg, info: AckInfo, kt: str | None, lane: int, received: float) -> None:
-        self.ack = msg.reply
-        self.info = info
-        self.kt = kt
-        self.received = received
-        self.data = msg.data
-        headers = msg.headers
-        due = headers.get(DUE_HEADER) if headers else None
-        self.due = float(due) if due else None
-        self.problem: str | None = None
-        self.envelope: Envelope | None = None
-        try:
-            self.envelope = unpack(msg.data)
-        except PoisonMessage as exc:
-            self.problem = exc.reason
-        self.priority = lane if self.envelope is None or kt is None else self.envelope.priority
-
-    def order(self) -> tuple[int, int]:
-        """Sort key: highest lane first, then stream order."""
-        return (-self.priority, self.info.seq)
 
 
 class _Key:
@@ -123,7 +98,7 @@ class Puller:
         self._subs: list[Subscription] = []
         self._preparing = anyio.Lock()
         self._inflight: set[anyio.Event] = set()  # `no_wait` fetches waiting for their answer
-        self.timeout = 5.0  # seconds a `no_wait` fetch waits for the server's answer
+        self._quiet: list[tuple[float, anyio.Event, Subscription]] = []  # unanswered: (until, done, inbox)
         self.closed = False
 
     async def start(self) -> None:
@@ -137,6 +112,7 @@ class Puller:
         for done in self._inflight:
             done.set()
         self._notify(topology=True)
+        await self._close_quiet(every=True)
         for sub in self._subs:
             try:
                 await sub.unsubscribe()
@@ -361,10 +337,17 @@ class Puller:
     # -- fetching ------------------------------------------------------------------------------------
 
     async def _fetch_lane(self, lane: int, batch: int) -> list[Raw]:
+        """Ask lane `lane` for up to `batch` messages with a `no_wait` pull request; wait `QUIET` at most.
+
+        nats-server 2.9 never answers a `no_wait` request queued behind another request that then took
+        the message it counted on. So the wait is short, and the request's inbox stays open `LINGER`
+        seconds more: what still comes is leased to this process and goes to `buffer`.
+        """
         consumer = self.lanes[lane]
         assert consumer is not None
         got: list[Raw] = []
         done = anyio.Event()
+        late = False
         clock = self._clock
 
         async def on_msg(msg: Msg) -> None:
@@ -372,29 +355,54 @@ class Puller:
                 done.set()
                 return
             info = parse_ack_subject(msg.reply)
-            if info is not None:
-                got.append(Raw(msg, info, None, lane, clock()))
+            if info is None:
+                return
+            raw = Raw(msg, info, None, lane, clock())
+            if late:
+                self.buffer.append(raw)
+                self._notify()
+                return
+            got.append(raw)
             if len(got) >= batch:
                 done.set()
 
+        await self._close_quiet()
         inbox = self._nc.new_inbox()
         sub = await self._nc.subscribe(inbox, cb=on_msg)
         self._inflight.add(done)
         try:
             await self._pull(consumer, {"batch": batch, "no_wait": True}, inbox)
-            with anyio.move_on_after(self.timeout) as scope:
+            with anyio.move_on_after(QUIET) as scope:
                 await done.wait()
             if scope.cancelled_caught:
-                logger.debug("no answer from lane %s of %r", lane, self.topic)
+                logger.debug("lane %s of %r: no full answer yet, %d so far", lane, self.topic, len(got))
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await sub.unsubscribe()
             self.buffer += got  # cancelled: what came is leased to us, keep it for the next consume
             raise
         finally:
+            late = True
             self._inflight.discard(done)
-        await sub.unsubscribe()
+            if done.is_set():
+                with anyio.CancelScope(shield=True):
+                    await sub.unsubscribe()
+            else:
+                self._quiet.append((clock() + LINGER, done, sub))
         return got
+
+    async def _close_quiet(self, *, every: bool = False) -> None:
+        """Unsubscribe the inboxes of `no_wait` requests answered since, or older than `LINGER`."""
+        now = self._clock()
+        keep: list[tuple[float, anyio.Event, Subscription]] = []
+        for entry in self._quiet:
+            until, done, sub = entry
+            if every or done.is_set() or until <= now:
+                try:
+                    await sub.unsubscribe()
+                except Exception:  # the connection may be gone already
+                    logger.debug("unsubscribe failed", exc_info=True)
+            else:
+                keep.append(entry)
+        self._quiet = keep
 
     async def _settle(self) -> None:
         now = self._clock()

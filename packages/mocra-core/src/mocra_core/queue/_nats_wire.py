@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
-from .._errors import BackendUnavailable
+from .._errors import BackendUnavailable, PoisonMessage
+from ._envelope import Envelope, unpack
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -25,6 +26,7 @@ __all__ = (
     "AckInfo",
     "Call",
     "Names",
+    "Raw",
     "Replies",
     "key_token",
     "parse_ack_subject",
@@ -241,3 +243,30 @@ class Replies:
                 todo = sorted(expected.missing)
         finally:
             del self._pending[token]
+
+
+class Raw:
+    """A message JetStream delivered to this process (leased to it), not yet handed out."""
+
+    __slots__ = ("ack", "data", "due", "envelope", "info", "kt", "priority", "problem", "received")
+
+    def __init__(self, msg: Msg, info: AckInfo, kt: str | None, lane: int, received: float) -> None:
+        self.ack = msg.reply
+        self.info = info
+        self.kt = kt
+        self.received = received
+        self.data = msg.data
+        headers = msg.headers
+        due = headers.get(DUE_HEADER) if headers else None
+        self.due = float(due) if due else None
+        self.problem: str | None = None
+        self.envelope: Envelope | None = None
+        try:
+            self.envelope = unpack(msg.data)
+        except PoisonMessage as exc:
+            self.problem = exc.reason
+        self.priority = lane if self.envelope is None or kt is None else self.envelope.priority
+
+    def order(self) -> tuple[int, int]:
+        """Sort key: highest lane first, then stream order."""
+        return (-self.priority, self.info.seq)
