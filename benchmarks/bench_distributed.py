@@ -139,6 +139,7 @@ def merge(records: list[dict[str, Any]], *, problem: str | None) -> dict[str, An
         out["listing_pages"] = len(listing)
         out["listing_chain_s"] = listing[-1] - listing[0]
         out["listing_hop_ms_median"] = 1000 * statistics.median(hops)
+        out["listing_hop_ms_max"] = 1000 * max(hops)  # a stall of the chain shows here
     return out
 
 
@@ -298,6 +299,9 @@ def figures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "duplicates": median([r["check"]["duplicates"] for r in ok]),
         "chain": app_median(ok, "listing_chain_s"),
         "hop": app_median(ok, "listing_hop_ms_median"),
+        "hop_max": max(
+            (r["app"]["listing_hop_ms_max"] for r in ok if "listing_hop_ms_max" in r["app"]), default=None
+        ),
         "steal": median([r.get("steal_pct") or 0 for r in ok]),
         "busy": median([r.get("machine_busy_pct") or 0 for r in ok]),
     }
@@ -318,7 +322,8 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
     memory = rows.get("memory", {}).get("pps")
     lines = [
         "| run | workers | good runs | pages/s (run span) | pages/s (first→last response) | per worker / "
-        "in-memory | CPU ms/page | servers · nginx CPU ms/page | listing chain s (median hop ms) | "
+        "in-memory | CPU ms/page | servers · nginx CPU ms/page | "
+        "listing chain s (hop ms: median · longest) | "
         "responses | duplicate items | machine busy % | failures |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -334,7 +339,7 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
             f"{fmt(r['pps_run'], flag=star)} | {fmt(r['pps_crawl'], flag=star)} | "
             f"{fmt(per_worker, 2, '×', flag=star)} | {fmt(r['cpu_ms_page'], 2)} | "
             f"{fmt(r['servers_ms_page'], 2)} · {fmt(r['nginx_ms_page'], 2)} | "
-            f"{fmt(r['chain'], 1)} ({fmt(r['hop'], 0)}) | {fmt(r['pages'])} | "
+            f"{fmt(r['chain'], 1)} ({fmt(r['hop'], 0)} · {fmt(r['hop_max'], 0)}) | {fmt(r['pages'])} | "
             f"{fmt(r['duplicates'])} | {fmt(r['busy'])} | {'; '.join(r['failures']) or '–'} |"
         )
     lines += [
