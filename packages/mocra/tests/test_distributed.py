@@ -4,6 +4,7 @@ when a worker is killed with SIGKILL."""
 from __future__ import annotations
 
 import pathlib
+import signal
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
@@ -104,3 +105,25 @@ def test_two_workers_share_a_crawl_and_survive_a_sigkill(
     assert sorted(table_ids(upsert_table)) == list(range(PAGES))  # each item exactly once
     print(f"refetched {len(fetched_twice)} pages, {len(emitted_twice)} items emitted twice")
     assert site.hits["/p/0"] == 1  # seeded exactly once
+
+
+def test_a_worker_started_again_after_ctrl_c_keeps_its_output(
+    tmp_path: pathlib.Path, site: LocalServer, shared_job: SharedJob
+) -> None:
+    # the job lives on the broker, so running the same command again continues it: `-o` appends
+    options = [*shared_job.run_args, "-s", "queue.visibility_timeout=3"]
+    first = start_worker(tmp_path, site, "a", options)
+    wait_until(lambda: len(items(tmp_path / "a.jsonl")) >= 30, [first], 60, "the worker made no progress")
+    first.send_signal(signal.SIGINT)
+    out, _ = first.communicate(timeout=60)
+    assert first.returncode == 130, out.decode()
+    before = items(tmp_path / "a.jsonl")
+    assert 30 <= len(before) < PAGES
+
+    again = start_worker(tmp_path, site, "a", options)  # the same command
+    out, _ = again.communicate(timeout=120)
+
+    assert again.returncode == 0, out.decode()
+    after = items(tmp_path / "a.jsonl")
+    assert after[: len(before)] == before  # kept: the second run did not empty the file
+    assert set(after) == set(range(PAGES))

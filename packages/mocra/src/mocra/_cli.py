@@ -17,6 +17,8 @@ from ._run import load_spiders, make_sinks, print_summary
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from mocra_core import Settings
+
 __all__ = ("build_parser", "main")
 
 logger = logging.getLogger("mocra")
@@ -71,9 +73,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     builder = _builder(args)
     assert isinstance(builder, MocraBuilder)
     spiders = load_spiders(args.path, names=args.spider)
-    resumed = bool(args.job_dir) and _job_exists(args.job_dir)
     key = [field for text in args.key for field in text.split(",") if field]
-    sink = make_sinks(args.output, append=resumed, table=args.table, key=key)
+    sink = make_sinks(args.output, append=_continues(builder.build_settings()), table=args.table, key=key)
     for spider in spiders:
         builder.module(spider, sink)
     progress = ProgressLine(sys.stderr)
@@ -86,10 +87,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 _EXIT_CODES = {"interrupted": 130, "unavailable": 75}  # 75: EX_TEMPFAIL, run it again later
 
 
-def _job_exists(path: str) -> bool:
+def _continues(settings: Settings) -> bool:
+    """Whether this run may go on with a job begun before: then its `-o` files are appended to.
+
+    So is a job dir that holds crawl state, and any job on a broker: its queues outlive its workers, so a
+    worker started again (after Ctrl-C, a crash, or exit 75) or beside another continues it.
+    """
     import pathlib
 
-    return (pathlib.Path(path) / "state").exists()
+    from mocra_core.engine import is_shared
+
+    if is_shared(settings):
+        return True
+    job_dir = settings.crawl.job_dir
+    return job_dir is not None and (pathlib.Path(job_dir) / "state").exists()
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
