@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 import signal
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 
@@ -16,7 +17,9 @@ from mocra_core.testing import LocalServer
 
 from .tree_crawl import (
     POSTGRES_URL,
+    REDIS_URL,
     SharedJob,
+    fresh_job,
     items,
     kill,
     page_hits,
@@ -127,3 +130,35 @@ def test_a_worker_started_again_after_ctrl_c_keeps_its_output(
     after = items(tmp_path / "a.jsonl")
     assert after[: len(before)] == before  # kept: the second run did not empty the file
     assert set(after) == set(range(PAGES))
+
+
+OTHER_SPIDER = """
+from mocra import Spider
+
+
+class Other(Spider[dict]):
+    name = "other"
+    start_urls = ["BASE/p/1"]
+
+    async def parse(self, response, ctx):
+        ctx.emit({"id": -1})
+"""
+
+
+def test_a_worker_with_other_spiders_is_refused(tmp_path: pathlib.Path, site: LocalServer) -> None:
+    with fresh_job(REDIS_URL) as job:
+        options = ["--queue", REDIS_URL, "--job", job]
+        first = start_worker(tmp_path, site, "a", options)
+        out, _ = first.communicate(timeout=120)
+        assert first.returncode == 0, out.decode()
+        other = tmp_path / "other.py"
+        other.write_text(OTHER_SPIDER.replace("BASE", site.base_url))
+
+        result = subprocess.run(
+            [sys.executable, "-m", "mocra", "run", str(other), *options, "-s", "crawl.obey_robots=false"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    assert result.returncode == 2, result.stderr
+    assert f"job {job!r} runs 'tree'; this run has 'other', without 'tree'" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -107,7 +107,9 @@ class DownloadStage:
         request: Request = delivery.payload  # type: ignore[assignment]
         if self._budget is not None and self._budget.spent:
             return await self._budget_spent(delivery)
-        module = self._router.module_of(request.node)
+        module = self._router.find(request.node)
+        if module is None:
+            return await self._router.foreign(delivery, request.node)
         try:
             await self._download(delivery, request, module)
         except anyio.get_cancelled_exc_class():

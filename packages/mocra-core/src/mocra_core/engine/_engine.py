@@ -41,7 +41,7 @@ from ._outage import Outage
 from ._parse import ParseStage
 from ._router import Router
 from ._runbook import RunBook
-from ._seeding import seed_once, start_tasks
+from ._seeding import check_modules, seed_once, start_tasks
 from ._transient import TRANSIENT
 from ._unparsed import UnparsedMarks
 
@@ -196,6 +196,8 @@ class Engine:
             coordination = await stack.enter_async_context(
                 open_coordination(settings, job, name, plane=plane)
             )
+            where = f"job dir {job.path}" if job is not None else f"job {name!r}"
+            await check_modules(self._modules, coordination, where)
             seen = (
                 await stack.enter_async_context(open_seen(settings, job, coordination, name, plane=plane))
                 if settings.crawl.dedup

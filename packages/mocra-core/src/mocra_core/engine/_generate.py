@@ -66,7 +66,9 @@ class GenerateStage:
     async def _handle(self, delivery: Delivery) -> None:
         task = delivery.payload
         assert isinstance(task, Task)
-        module = self._router.module_of(task.module)
+        module = self._router.find(task.module)
+        if module is None:
+            return await self._router.foreign(delivery, task.module)
         runbook = self._router.runbook
         if await runbook.is_stopped(task.run):
             self._stats.drop("stopped")

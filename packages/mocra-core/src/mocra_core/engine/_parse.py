@@ -99,7 +99,9 @@ class ParseStage:
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
         request = response.request
-        module = self._router.module_of(request.node)
+        module = self._router.find(request.node)
+        if module is None:
+            return await self._router.foreign(delivery, request.node)
         node = (request.node or "").rpartition("/")[2]
         if await self._router.runbook.is_stopped(request.run):
             self._stats.drop("stopped")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..http import Request, RequestRecord
     from ..modules import CompiledModule, Route
     from ..observe import Stats
-    from ..queue import QueueBackend
+    from ..queue import Delivery, QueueBackend
     from ._frontier import Frontier
     from ._runbook import RunBook
 
@@ -53,6 +53,7 @@ class Router:
         self._frontier = frontier
         self._runbook = runbook
         self._stats = stats
+        self._foreign: set[str] = set()  # modules of messages this worker does not run, warned of once
 
     @property
     def runbook(self) -> RunBook:
@@ -62,6 +63,25 @@ class Router:
     def module_of(self, node_path: str | None) -> CompiledModule:
         """The module a `module/node` path belongs to."""
         return self._modules[(node_path or "").partition("/")[0]]
+
+    def find(self, node_path: str | None) -> CompiledModule | None:
+        """The module a `module/node` path of a message belongs to; None if this worker has no such module."""
+        return self._modules.get((node_path or "").partition("/")[0])
+
+    async def foreign(self, delivery: Delivery, node_path: str | None) -> None:
+        """Dead-letter a message of a module this worker does not run (a worker started with other spiders).
+
+        `mocra dlq replay` puts it back once a worker with that module runs.
+        """
+        name = (node_path or "").partition("/")[0]
+        reason = f"no module {name!r} in this worker (it runs {', '.join(sorted(self._modules))})"
+        if name not in self._foreign:
+            self._foreign.add(name)
+            logger.error(
+                "%s: its messages are dead-lettered; run every worker of a job with the same spiders", reason
+            )
+        self._stats.dead_lettered += 1
+        await self._queue.dead_letter(delivery, reason=reason)
 
     async def admit(
         self, module: CompiledModule, requests: Sequence[Request], *, redelivered: bool = False

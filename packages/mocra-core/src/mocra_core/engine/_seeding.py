@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from .._errors import ConfigError
 from ..modules import Task
 
 if TYPE_CHECKING:
@@ -13,12 +16,45 @@ if TYPE_CHECKING:
     from ..modules import CompiledModule
     from ._router import Router
 
-__all__ = ("all_seeded", "seed_once", "start_tasks")
+__all__ = ("all_seeded", "check_modules", "seed_once", "start_tasks")
+
+_MODULES = "modules"  # coordination key: the names of the modules a job has run with (JSON list)
 
 
 def _seeded_at_start(module: CompiledModule) -> bool:
     """A module seeded when the run starts: autostart and not on a cron schedule."""
     return module.autostart and module.cron is None
+
+
+async def check_modules(modules: Mapping[str, CompiledModule], coordination: Coordination, job: str) -> None:
+    """Record the modules of `job` at its first run; refuse a worker, or a later run, missing one of them.
+
+    The job's queues may hold messages of every module it ran with, which a worker without that module
+    cannot handle. A run with more modules widens the record (a spider added to a job).
+
+    Raises:
+        ConfigError: this run lacks a module the job has.
+    """
+    mine = set(modules)
+    while True:
+        raw = await coordination.get(_MODULES)
+        theirs = set(msgspec.json.decode(raw, type=list[str])) if raw is not None else set()
+        missing = theirs - mine
+        if missing:
+            raise ConfigError(
+                "spiders",
+                f"{job} runs {_listed(theirs)}; this run has {_listed(mine)}, without {_listed(missing)}: "
+                "start every worker of a job with the same spiders, or name another job (--job, --job-dir)",
+                source="mocra run",
+            )
+        if raw is not None and mine == theirs:
+            return
+        if await coordination.compare_and_set(_MODULES, raw, msgspec.json.encode(sorted(theirs | mine))):
+            return
+
+
+def _listed(names: set[str]) -> str:
+    return ", ".join(repr(name) for name in sorted(names))
 
 
 async def seed_once(
