@@ -172,3 +172,29 @@ def test_a_coordination_store_that_stays_away_stops_the_worker_in_order(
     assert worker.returncode == 75, out
     assert "unavailable:" in out and "Traceback" not in out
     assert re.search(r"^request +[1-9]\d* +0$", status, re.MULTILINE), status  # handed back, none buried
+
+
+def test_a_job_whose_redis_restarts_empty_stops_as_lost(tmp_path: pathlib.Path, site: LocalServer) -> None:
+    # a Redis that keeps nothing on disk: back after a crash without the job's queues, seen set or flags
+    broker = Broker("redis", tmp_path / "broker")
+    broker.command = lambda port, _: [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(port), "--save", ""]
+    broker.start()
+    try:
+        worker = start_worker(tmp_path, site, broker)
+        wait_until(
+            lambda: len(items(tmp_path / "a.jsonl")) >= 40, [worker], 60, "the worker made no progress"
+        )
+        broker.kill()
+        broker.start()
+        try:
+            out = worker.communicate(timeout=60)[0].decode()  # it waited forever for a seeding to come
+        except subprocess.TimeoutExpired:
+            kill(worker)
+            raise
+    finally:
+        broker.kill()
+
+    assert worker.returncode == 1, out
+    assert "lost:" in out and "run the job again" in out
+    assert "Traceback" not in out
+    assert len(items(tmp_path / "a.jsonl")) >= 40  # what was written stays

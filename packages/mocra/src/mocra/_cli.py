@@ -84,7 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _EXIT_CODES.get(result.reason, 0)
 
 
-_EXIT_CODES = {"interrupted": 130, "unavailable": 75}  # 75: EX_TEMPFAIL, run it again later
+_EXIT_CODES = {"interrupted": 130, "unavailable": 75, "lost": 1}  # 75: EX_TEMPFAIL, run it again later
 
 
 def _continues(settings: Settings) -> bool:

@@ -127,6 +127,12 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
             "  the broker or shared store did not answer for crawl.outage_timeout seconds; what this worker"
             " held returns to the job's other workers or its next run"
         )
+    if result.reason == "lost":
+        lines.append(
+            "  the job's state vanished from its shared store (a server restarted without persistence?);"
+            " its items so far are written: run the job again to start it over (every page is fetched"
+            " again: give it another -o file or --job)"
+        )
     if result.reason == "max_pages" and not s.requests:
         lines.append(
             "  the job's page budget was spent by its earlier runs: a larger crawl.max_pages goes on"

@@ -28,7 +28,7 @@ __all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "TOPICS", "EndCheck"
 logger = logging.getLogger(__name__)
 
 TOPICS = (TASKS, REQUESTS, RESPONSES)
-StopReason = Literal["finished", "interrupted", "max_pages", "unavailable"]
+StopReason = Literal["finished", "interrupted", "max_pages", "unavailable", "lost"]
 IDLE_POLL = 0.01
 """Seconds between two looks at whether a one-process run is over."""
 IDLE_POLL_SHARED = 0.1
@@ -49,6 +49,9 @@ class EndCheck:
         interrupted: Set by `Engine.interrupt` or a signal.
         crons_running: How many cron schedules are still running (the run is not over while any is).
         outage: The run's outage of its shared services: over (`crawl.outage_timeout`) ends the run.
+        seeded: Whether every module's seed flag is known set (by `seed_once`). A flag seen set that is
+            gone later means the coordination store lost the job's state (a Redis restarted without
+            persistence): the run ends with `lost` instead of waiting for a seeding that never comes.
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class EndCheck:
         interrupted: anyio.Event,
         crons_running: Callable[[], int],
         outage: Outage,
+        seeded: bool = False,
     ) -> None:
         self._queue = queue
         self._coordination = coordination
@@ -71,6 +75,8 @@ class EndCheck:
         self._interrupted = interrupted
         self._crons_running = crons_running
         self._outage = outage
+        self._seeded = seeded
+        self._lost = False
 
     async def until_over(self) -> StopReason:
         """Wait until the run is over and return why."""
@@ -92,6 +98,13 @@ class EndCheck:
             if mark is not None and mark == last:
                 if self._crons_running() == 0 and await self._idle_now():
                     return "finished"
+                if self._lost:
+                    logger.error(
+                        "the job's state is gone from its coordination store: its seed flags were set and "
+                        "are not any more (a server restarted without persistence, or the job's keys were "
+                        "deleted); stopping: run the job again to start it over"
+                    )
+                    return "lost"
             elif self._shared:
                 with contextlib.suppress(*TRANSIENT):  # a missed bump only delays the others' checks
                     await self._coordination.incr(ACTIVITY_KEY)  # tell the others' idle checks (is_idle)
@@ -118,8 +131,12 @@ class EndCheck:
         if not self._shared:
             return await self._nothing_pending()
         before = await self._coordination.get(ACTIVITY_KEY)
-        if not await self._nothing_pending() or not await all_seeded(self._modules, self._coordination):
+        if not await self._nothing_pending():
             return False
+        if not await all_seeded(self._modules, self._coordination):
+            self._lost = self._seeded  # seen seeded once: the flags vanished with the job's state
+            return False
+        self._seeded = True
         await anyio.sleep(0.2)
         return await self._nothing_pending() and await self._coordination.get(ACTIVITY_KEY) == before
 

@@ -106,7 +106,8 @@ class CrawlResult(msgspec.Struct, kw_only=True):
     Attributes:
         reason: Why the run ended: `finished` (nothing left to do), `interrupted` (Ctrl-C / SIGTERM, drained),
             `max_pages` (the page budget was reached), `unavailable` (the broker or shared store did not
-            answer for `crawl.outage_timeout` seconds; what this worker held comes back to the others).
+            answer for `crawl.outage_timeout` seconds; what this worker held comes back to the others),
+            `lost` (the job's shared state vanished mid-run: a store restarted without persistence).
         stats: Counters of the run (for a resumed job: of the whole job).
         dead_letters: Entries in the dead-letter queues at the end.
         failures: The first 1,000 of those entries (with `--job-dir`, `mocra dlq list` shows them all and
@@ -254,7 +255,7 @@ class Engine:
                 ),
                 parse=parse,
             )
-            await seed_once(self._modules, router, coordination, holder=f"{os.getpid()}:{id(self)}")
+            seeded = await seed_once(self._modules, router, coordination, holder=f"{os.getpid()}:{id(self)}")
             crons = [self._cron_runner(module, router, coordination) for module in self._cron_modules()]
             end = EndCheck(
                 queue,
@@ -265,11 +266,12 @@ class Engine:
                 interrupted=self._interrupted,
                 crons_running=lambda: self._crons_running,
                 outage=outage,
+                seeded=seeded,
             )
             reason = await self._run_stages(
                 stages, end, crons, writers, job, handle_signals, progress, progress_interval
             )
-            failures, dead = ([], 0) if reason == "unavailable" else await _dead_letters(queue)
+            failures, dead = ([], 0) if reason in ("unavailable", "lost") else await _dead_letters(queue)
             snapshot = self._stats.snapshot()
             if job is not None:
                 job.save_stats(snapshot)
@@ -307,8 +309,8 @@ class Engine:
                         fetching.start_soon(generate.run)
                         fetching.start_soon(download.run, crawl.concurrency)
                         reason = await end.until_over()
-                        if reason == "unavailable":  # what is in hand cannot be finished: leases expire
-                            parsing.cancel_scope.cancel("shared services out of reach")
+                        if reason in ("unavailable", "lost"):  # what is in hand cannot be finished
+                            parsing.cancel_scope.cancel(f"shared services {reason}")
                         elif reason == "finished":  # stop leasing at once; what is in hand is finished
                             generate.halt()
                             download.halt()

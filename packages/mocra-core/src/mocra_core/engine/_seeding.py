@@ -59,13 +59,15 @@ def _listed(names: set[str]) -> str:
 
 async def seed_once(
     modules: Mapping[str, CompiledModule], router: Router, coordination: Coordination, *, holder: str
-) -> None:
+) -> bool:
     """Queue each autostart module's start tasks exactly once per job, whichever worker gets there first.
 
     The flag `seeded/<module>` is set after the tasks are queued, under a lock, so a worker that dies
     mid-seed leaves the job unseeded (another worker seeds it: duplicates are dropped by dedup) rather
-    than seeded with nothing. `holder` names this worker as the lock's holder.
+    than seeded with nothing. `holder` names this worker as the lock's holder. Returns whether every flag
+    is known set (False while another worker is still seeding a module).
     """
+    known = True
     for name, module in modules.items():
         if not _seeded_at_start(module):
             continue
@@ -74,13 +76,15 @@ async def seed_once(
             continue
         token = await coordination.acquire_lock(f"seeding/{name}", holder, ttl=60.0)
         if token is None:
-            continue  # another worker is seeding it; `EndCheck.until_over` waits for its flag
+            known = False  # another worker is seeding it; `EndCheck.until_over` waits for its flag
+            continue
         try:
             if await coordination.get(flag) is None:
                 await router.seed(start_tasks(module, "1"))
                 await coordination.set(flag, b"1")
         finally:
             await coordination.release_lock(f"seeding/{name}", holder, token)
+    return known
 
 
 async def all_seeded(modules: Mapping[str, CompiledModule], coordination: Coordination) -> bool:
