@@ -332,8 +332,10 @@ async def test_an_unreachable_server_fails_promptly_naming_the_redacted_url() ->
     assert not str(caught.value).endswith("cannot connect: "), "the reason is missing"
 
 
-def start_server(store: pathlib.Path, port: int) -> subprocess.Popen[bytes]:
-    args = [NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store)]
+def start_server(store: pathlib.Path | None, port: int) -> subprocess.Popen[bytes]:
+    """A nats-server of our own: with JetStream on `store`, or without JetStream if `store` is None."""
+    jetstream = [] if store is None else ["-js", "-sd", str(store)]
+    args = [NATS_SERVER, *jetstream, "-a", "127.0.0.1", "-p", str(port)]
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -391,6 +393,19 @@ async def test_a_restarted_server_is_reconnected_and_work_continues(tmp_path: pa
             assert sorted(d.payload for d in rest) == ["c", "d"]  # type: ignore[type-var]
             await queue.ack(rest)
             assert await queue.pending(T) == 0
+
+
+@pytest.mark.skipif(not os.path.exists(NATS_SERVER), reason="needs the nats-server binary")
+async def test_a_server_without_jetstream_is_named_as_such() -> None:
+    port = free_port()
+    server = start_server(None, port)
+    try:
+        await wait_until_listening(port)
+        with pytest.raises(BackendUnavailable, match=r"JetStream does not answer: is it enabled on the"):
+            async with open_("nojs", f"nats://127.0.0.1:{port}", timeout=1.0):
+                pass
+    finally:
+        stop_server(server)
 
 
 # ------------------------------------------------------------------------------------------- setup

@@ -27,11 +27,13 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_JS_UNAVAILABLE = nats.js.errors.ServiceUnavailableError
+_NO_JETSTREAM = "JetStream does not answer: is it enabled on the server (`nats-server -js`)?"
 _RETRY = (
     nats.errors.TimeoutError,
     nats.errors.NoRespondersError,
     nats.errors.ConnectionReconnectingError,
-    nats.js.errors.ServiceUnavailableError,
+    _JS_UNAVAILABLE,
 )
 
 
@@ -56,7 +58,8 @@ class Api:
             except _RETRY as exc:
                 logger.debug("retrying %s after %r", what, exc)
                 if anyio.current_time() >= deadline:
-                    raise BackendUnavailable("nats", self.url, f"cannot {what}: {exc!r}") from exc
+                    problem = _NO_JETSTREAM if isinstance(exc, _JS_UNAVAILABLE) else repr(exc)
+                    raise BackendUnavailable("nats", self.url, f"cannot {what}: {problem}") from exc
             except nats.errors.ConnectionClosedError as exc:
                 if self.closed:
                     raise anyio.ClosedResourceError from exc
