@@ -193,7 +193,7 @@ def record_check(group_dir: str, files: list[str], servers_cpu: float | None = N
     """Check `files`; add the result (and the servers' CPU seconds) to the last run record in `group_dir`."""
     result = check(files)
     runs = sorted(glob.glob(os.path.join(group_dir, "run-*.json")), key=run_number)
-    runs = [r for r in runs if r.count(".") == 1]
+    runs = [r for r in runs if os.path.basename(r).count(".") == 1]
     if runs:
         with open(runs[-1]) as f:
             record = json.load(f)

@@ -2,7 +2,8 @@
 # Soak: one worker crawls the bench site with dedup off until crawl.max_pages (default 150,000) on each
 # backend, its queue growing to ~2 × that; prints the worker's resident memory every 10 s and the rate.
 # A flat memory line and a steady rate are the pass marks (a leak or a backlog that slows the broker shows).
-# Usage: benchmarks/run_soak.sh [PAGES=150000]   (BACKENDS as in run_distributed.sh; nginx of ../shared/bench)
+# Usage: benchmarks/run_soak.sh [PAGES=150000]   (BACKENDS and WORKER_SET as in run_distributed.sh, e.g.
+#        WORKER_SET="queue.kafka.fetch_wait=0.05"; nginx of ../shared/bench)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BENCH="$(cd "${BENCH_DIR:-$REPO/../shared/bench}" && pwd)"
@@ -30,7 +31,9 @@ for backend in $BACKENDS; do
       for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.2; done
       queue=(--queue "kafka://127.0.0.1:$PORT" --job "$job" -s "coordination.url=$REDIS") ;;
   esac
-  "$MOCRA" run "$REPO/benchmarks/soak_spider.py" "${queue[@]}" -o "$OUT/$backend.jsonl" \
+  extra=()
+  for s in ${WORKER_SET:-}; do extra+=(-s "$s"); done
+  "$MOCRA" run "$REPO/benchmarks/soak_spider.py" "${queue[@]}" "${extra[@]}" -o "$OUT/$backend.jsonl" \
     -s crawl.dedup=false -s "crawl.max_pages=$PAGES" -s crawl.obey_robots=false >"$OUT/$backend.log" 2>&1 &
   pid=$!
   rss=""

@@ -102,9 +102,11 @@ class KafkaQueue:
         session_timeout: Seconds without a heartbeat before the group gives a member's partitions to
             others (Kafka accepts 6 to 1,800 by default; tansu also takes less, and joins faster then).
         fetch_wait: Seconds a fetch waits at the broker for new records. Kafka answers as soon as records
-            arrive; tansu only after this, so it adds up to this much latency to every hop of a crawl
-            there (0.1 s made the bench crawl 2× slower than 0.01 s). On Apache Kafka a larger value
-            (0.5) only means fewer fetches while idle.
+            arrive; tansu nearer the end of this wait, so it adds latency to every hop of a crawl there
+            (the bench crawl: 0.05 s 30 % slower than 0.01 s), but below the time tansu needs to read a
+            long partition it answers nearly empty: with 0.01 s a crawl whose queue grew past ~270,000
+            messages stopped (see `benchmarks/README.md`, "Soak"). On Apache Kafka a larger value (its
+            default is 0.5) only means fewer fetches while idle.
         reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
         lanes: Priority lanes created with a topic. A message of another priority creates its lane when
             first published, and every consumer group of the topic rebalances to subscribe to it (on
@@ -136,7 +138,7 @@ class KafkaQueue:
         max_attempts: int = 5,
         partitions: int = 4,
         session_timeout: float = 10.0,
-        fetch_wait: float = 0.01,
+        fetch_wait: float = 0.05,
         reconnect_timeout: float = 30.0,
         lanes: Sequence[int] = (-1, 0, 1),
     ) -> None:
