@@ -195,6 +195,6 @@ def test_a_job_whose_redis_restarts_empty_stops_as_lost(tmp_path: pathlib.Path, 
         broker.kill()
 
     assert worker.returncode == 1, out
-    assert "lost:" in out and "run the job again" in out
+    assert "lost:" in out and "running the job again starts it over" in out
     assert "Traceback" not in out
     assert len(items(tmp_path / "a.jsonl")) >= 40  # what was written stays

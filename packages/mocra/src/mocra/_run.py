@@ -129,9 +129,10 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         )
     if result.reason == "lost":
         lines.append(
-            "  the job's state vanished from its shared store (a server restarted without persistence?);"
-            " its items so far are written: run the job again to start it over (every page is fetched"
-            " again: give it another -o file or --job)"
+            "  the job's state vanished from its coordination store (a server restarted without"
+            " persistence?): its seed flags and seen set are gone, and its queues too if they were on that"
+            " server (`mocra status` tells). Its items so far are written; running the job again starts it"
+            " over (every page is fetched again: give it another -o file or --job)"
         )
     if result.reason == "max_pages" and not s.requests:
         lines.append(

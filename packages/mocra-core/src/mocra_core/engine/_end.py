@@ -102,7 +102,7 @@ class EndCheck:
                     logger.error(
                         "the job's state is gone from its coordination store: its seed flags were set and "
                         "are not any more (a server restarted without persistence, or the job's keys were "
-                        "deleted); stopping: run the job again to start it over"
+                        "deleted); stopping"
                     )
                     return "lost"
             elif self._shared:
