@@ -93,14 +93,12 @@ def _continues(settings: Settings) -> bool:
     So is a job dir that holds crawl state, and any job on a broker: its queues outlive its workers, so a
     worker started again (after Ctrl-C, a crash, or exit 75) or beside another continues it.
     """
-    import pathlib
-
-    from mocra_core.engine import is_shared
+    from mocra_core.engine import JobDir, is_shared
 
     if is_shared(settings):
         return True
     job_dir = settings.crawl.job_dir
-    return job_dir is not None and (pathlib.Path(job_dir) / "state").exists()
+    return job_dir is not None and JobDir.holds_state(job_dir)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -45,7 +45,17 @@ class JobDir:
     @property
     def is_resumed(self) -> bool:
         """True when this directory already holds state from an earlier run."""
-        return (self.path / "state").exists()
+        return self.holds_state(self.path)
+
+    @staticmethod
+    def holds_state(path: str | pathlib.Path) -> bool:
+        """True when `path` holds crawl state from an earlier run (it is not created).
+
+        Example:
+            >>> JobDir.holds_state("/nonexistent/job")
+            False
+        """
+        return (pathlib.Path(path) / "state").exists()
 
     def open_queue(self, settings: QueueSettings) -> LmdbQueue:
         """The durable queue for every topic of the engine."""
