@@ -112,12 +112,15 @@ class CrawlResult(msgspec.Struct, kw_only=True):
         dead_letters: Entries in the dead-letter queues at the end.
         failures: The first 1,000 of those entries (with `--job-dir`, `mocra dlq list` shows them all and
             `mocra dlq replay` sends them back).
+        rejected: The first 100 URLs seeded by `start` / `generate` that could not be crawled, each with
+            why (they are counted as dropped, `invalid_url`).
     """
 
     reason: StopReason
     stats: StatsSnapshot
     dead_letters: int = 0
     failures: list[Failure] = []
+    rejected: list[str] = []
 
     @property
     def ok(self) -> bool:
@@ -276,7 +279,13 @@ class Engine:
             if job is not None:
                 job.save_stats(snapshot)
         logger.info("run %s: %s", reason, snapshot.to_dict())
-        return CrawlResult(reason=reason, stats=snapshot, dead_letters=dead, failures=failures)
+        return CrawlResult(
+            reason=reason,
+            stats=snapshot,
+            dead_letters=dead,
+            failures=failures,
+            rejected=stages.generate.rejected,
+        )
 
     async def _run_stages(
         self,

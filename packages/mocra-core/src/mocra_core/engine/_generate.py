@@ -14,6 +14,7 @@ from ._feeder import Feeder
 from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
+    from .._errors import InvalidURL
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
     from ._items import ItemWriter
@@ -25,10 +26,15 @@ __all__ = ("TASKS", "GenerateStage")
 logger = logging.getLogger(__name__)
 
 TASKS = "task"
+_REJECTED_KEPT = 100  # invalid seeded URLs kept for the run's result
+_REJECTED_LOGGED = 10  # ... and logged, per task
 
 
 class GenerateStage:
     """Turns tasks into requests (and items and routes).
+
+    A URL `generate` seeds that cannot be crawled is left out, logged and counted as dropped
+    (`invalid_url`); the first ones are kept in `rejected`. The task's other requests are queued.
 
     A task whose `generate` raises on a non-entry node re-injects, once per run, the request whose parse
     sent it (the fallback gate); otherwise it goes to the dead-letter queue with the traceback.
@@ -48,6 +54,7 @@ class GenerateStage:
         self._stats = stats
         self._stopping = False
         self._outage = outage
+        self.rejected: list[str] = []  # the first invalid URLs seeded (for the run's result)
         self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping, outage=outage)
 
     def stop(self) -> None:
@@ -99,8 +106,23 @@ class GenerateStage:
         for message in ctx.errors:
             self._stats.errors += 1
             logger.warning("%s/%s: %s", task.module, task.node, message)
+        if ctx.invalid:
+            self._reject(task, ctx.invalid)
         await self._router.unit_done(module, task.run, task.account, task.node)
         await self._queue.ack([delivery])
+
+    def _reject(self, task: Task, invalid: list[InvalidURL]) -> None:
+        """Count and log URLs `generate` seeded that cannot be crawled; the task's other requests go on."""
+        self._stats.drop("invalid_url", len(invalid))
+        room = _REJECTED_KEPT - len(self.rejected)
+        self.rejected.extend(str(problem) for problem in invalid[:room])
+        for problem in invalid[:_REJECTED_LOGGED]:
+            logger.warning("%s/%s: not seeded: %s", task.module, task.node, problem)
+        if len(invalid) > _REJECTED_LOGGED:
+            logger.warning(
+                "%s/%s: ... and %d more invalid URLs not seeded",
+                task.module, task.node, len(invalid) - _REJECTED_LOGGED,
+            )  # fmt: skip
 
     async def _failed(self, delivery: Delivery, task: Task, exc: Exception) -> None:
         module = self._router.module_of(task.module)

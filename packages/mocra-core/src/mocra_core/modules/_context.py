@@ -77,20 +77,29 @@ class _Routing:
 class Seeds:
     """Collects the first requests of a crawl (`Spider.start` writes into it).
 
+    Each URL is admitted or set aside on its own: one that cannot be crawled (`htp:/x`, no host) goes to
+    `invalid` (the engine logs it and counts it as dropped, `invalid_url`), and the others are kept.
+
+    Attributes:
+        requests: The requests seeded so far.
+        invalid: An `InvalidURL` (naming the URL and the problem) per URL that was set aside.
+
     Example:
         >>> seeds = Seeds("books/spider")
         >>> seeds.get("https://example.com/", meta={"page": 1})
-        >>> seeds.requests
-        [<Request GET https://example.com/>]
+        >>> seeds.get("htp:/typo")
+        >>> seeds.requests, [problem.url for problem in seeds.invalid]
+        ([<Request GET https://example.com/>], ['htp:/typo'])
     """
 
-    __slots__ = ("_account", "_node", "_run", "requests")
+    __slots__ = ("_account", "_node", "_run", "invalid", "requests")
 
     def __init__(self, node: str, *, run: str | None = None, account: str | None = None) -> None:
         self._node = node
         self._run = run
         self._account = account
         self.requests: list[Request] = []
+        self.invalid: list[InvalidURL] = []
 
     def get(
         self,
@@ -103,14 +112,16 @@ class Seeds:
     ) -> None:
         """Seed a GET request for `url` (absolute).
 
-        Raises:
-            InvalidURL: `url` is not an absolute http(s) URL.
+        A `url` that is not an absolute http(s) URL is not seeded: its `InvalidURL` goes to `invalid`.
         """
-        self.add(
-            Request(
+        try:
+            request = Request(
                 url, meta=meta, priority=priority, dont_filter=dont_filter, callback=_callback_name(callback)
             )
-        )
+        except InvalidURL as exc:
+            self.invalid.append(exc)
+            return
+        self.add(request)
 
     def add(self, request: Request) -> None:
         """Seed a request as it is (any method, headers, body)."""
