@@ -18,6 +18,7 @@ from ._errors import (
     MocraError,
     PoisonMessage,
     TooManyRedirects,
+    UnfetchableURL,
     redact,
 )
 from ._lazy import load_optional
@@ -63,6 +64,7 @@ __all__ = (
     "Spider",
     "TaskCtx",
     "TooManyRedirects",
+    "UnfetchableURL",
     "__version__",
     "channel",
     "on_item",

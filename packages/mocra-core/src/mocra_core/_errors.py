@@ -5,10 +5,11 @@ MocraError
     ConfigError     .key .source   a setting is missing, unknown or of the wrong type
     MissingExtra    .extra         an optional backend was asked for but its extra is not installed
     InvalidURL      .url           a URL that cannot be crawled (no host, unsupported scheme, bad port)
-    DownloadError   .request       a request could not be completed
-        DownloadTimeout            connect/read/total time ran out
-        BodyTooLarge               the (decoded) body passed the configured cap
-        TooManyRedirects           the redirect cap was reached or a redirect loop was found
+    DownloadError   .request .retryable  a request could not be completed (retried: network, reset, ...)
+        DownloadTimeout            connect/read/total time ran out (retried)
+        BodyTooLarge               the (decoded) body passed the configured cap (not retried)
+        TooManyRedirects           the redirect cap was reached or a loop was found (not retried)
+        UnfetchableURL  .url       the URL or a redirect's Location cannot be sent (not retried)
     BackendError    .backend .url  a queue or coordination backend failed (credentials redacted in .url)
         BackendUnavailable         it cannot be reached (at start: names the URL; mid-run: after retries)
     PoisonMessage   .reason        a message cannot be decoded; it goes to the dead-letter queue
@@ -34,6 +35,7 @@ __all__ = (
     "MocraError",
     "PoisonMessage",
     "TooManyRedirects",
+    "UnfetchableURL",
 )
 
 
@@ -85,7 +87,18 @@ class InvalidURL(MocraError):
 
 
 class DownloadError(MocraError):
-    """A request could not be completed; `request` is the request that failed."""
+    """A request could not be completed; `request` is the request that failed.
+
+    `retryable` says whether another attempt could succeed: true for what may pass (a reset connection, a
+    refused one, a timeout, a corrupt transfer), false for the subclasses that mark a request which would
+    fail the same way every time. This class attribute is the one place that decides; `RetryPolicy` reads it.
+
+    Example:
+        >>> DownloadError("connection reset").retryable, BodyTooLarge("over the cap").retryable
+        (True, False)
+    """
+
+    retryable: bool = True
 
     def __init__(self, message: str, *, request: Request | None = None) -> None:
         super().__init__(message)
@@ -97,11 +110,34 @@ class DownloadTimeout(DownloadError):
 
 
 class BodyTooLarge(DownloadError):
-    """The response body (after decompression) passed the configured cap."""
+    """The response body (after decompression) passed the configured cap; not retried."""
+
+    retryable = False
 
 
 class TooManyRedirects(DownloadError):
-    """The redirect cap was reached or a redirect loop was detected."""
+    """The redirect cap was reached or a redirect loop was detected; not retried."""
+
+    retryable = False
+
+
+class UnfetchableURL(DownloadError):
+    """The URL to send cannot be sent: the request's own or a redirect's `Location`; not retried.
+
+    A redirect to another scheme (`file://`, `ftp://`), a `Location` that is no URL, or a host name httpx
+    refuses (an invalid IDNA label) fail the same way on every attempt. `url` is the URL that was refused.
+
+    Example:
+        >>> err = UnfetchableURL("ftp://x/", "http://a/ redirected to 'ftp://x/', not an http(s) URL")
+        >>> err.url, err.retryable
+        ('ftp://x/', False)
+    """
+
+    retryable = False
+
+    def __init__(self, url: str, message: str, *, request: Request | None = None) -> None:
+        super().__init__(message, request=request)
+        self.url = url
 
 
 def redact(url: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import socket
 import tracemalloc
 import zlib
@@ -12,7 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from mocra_core import BodyTooLarge, DownloadError, DownloadTimeout, TooManyRedirects
+from mocra_core import BodyTooLarge, DownloadError, DownloadTimeout, TooManyRedirects, UnfetchableURL
 from mocra_core.download import ACCEPT_ENCODING, Downloader, HttpxDownloader
 from mocra_core.http import Request
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
@@ -337,6 +338,33 @@ async def test_redirect_to_a_non_http_url_fails(make_downloader: MakeDownloader)
     async with server.running() as base:
         with pytest.raises(DownloadError, match="ftp://example.com/file"):
             await make_downloader().download(Request(base + "/a"))
+
+
+@pytest.mark.parametrize(
+    ("location", "problem"),
+    [
+        ("file:///etc/passwd", "which is not an http(s) URL"),
+        ("ftp://127.0.0.1/x", "which is not an http(s) URL"),
+        ("http://xn--zz.example/", "invalid Location"),  # no valid IDNA label: httpx refuses the host
+        ("http://[::1", "invalid Location"),
+    ],
+)
+async def test_a_redirect_that_cannot_be_followed_is_unfetchable(
+    make_downloader: MakeDownloader, location: str, problem: str
+) -> None:
+    server = LocalServer({"/a": redirect(location)})
+    async with server.running() as base:
+        with pytest.raises(UnfetchableURL, match=re.escape(problem)) as info:
+            await make_downloader().download(Request(base + "/a"))
+    assert (info.value.url, info.value.retryable) == (location, False)
+    assert location in str(info.value)
+    assert server.hits["/a"] == 1
+
+
+async def test_a_url_httpx_refuses_is_unfetchable(make_downloader: MakeDownloader) -> None:
+    with pytest.raises(UnfetchableURL, match="cannot request GET http://xn--zz.example/") as info:
+        await make_downloader().download(Request("http://xn--zz.example/"))
+    assert info.value.url == "http://xn--zz.example/"
 
 
 # ---------------------------------------------------------------------------------------------- bodies

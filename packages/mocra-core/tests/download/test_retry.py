@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from mocra_core import BodyTooLarge, DownloadError, DownloadTimeout, InvalidURL, TooManyRedirects
+from mocra_core import (
+    BodyTooLarge,
+    DownloadError,
+    DownloadTimeout,
+    InvalidURL,
+    TooManyRedirects,
+    UnfetchableURL,
+)
 from mocra_core.download import RetryPolicy, RetrySettings, parse_retry_after
 from mocra_core.http import Request
 
@@ -39,6 +46,7 @@ def policy(**settings: object) -> RetryPolicy:
         (1, {"error": TimeoutError()}, 0.5),
         (1, {"error": BodyTooLarge("big")}, None),
         (1, {"error": TooManyRedirects("loop")}, None),
+        (1, {"error": UnfetchableURL("file:///etc/passwd", "redirected to file://")}, None),
         (1, {"error": InvalidURL("x", "bad")}, None),
         (1, {"error": ValueError("a bug")}, None),
         (1, {}, None),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Self
 import anyio
 import httpx
 
-from .._errors import DownloadError, DownloadTimeout, TooManyRedirects
+from .._errors import DownloadError, DownloadTimeout, TooManyRedirects, UnfetchableURL
 from ..http import Response
 from ._decode import ACCEPT_ENCODING, BodyDecoder
 from ._settings import DownloadSettings
@@ -276,19 +276,26 @@ class HttpxDownloader:
     ) -> httpx.Request:
         try:
             return httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError, TypeError) as exc:
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:  # IDNAError is a ValueError
+            raise UnfetchableURL(url, f"cannot request {method} {url}: {exc}", request=request) from exc
+        except TypeError as exc:  # a header or body of the wrong type
             raise DownloadError(f"cannot request {method} {url}: {exc}", request=request) from exc
 
     def _redirect_target(self, http_request: httpx.Request, location: str, request: Request) -> httpx.URL:
         try:
             target = http_request.url.join(location)
-        except httpx.InvalidURL as exc:
-            raise DownloadError(
-                f"{http_request.url} redirected to an invalid Location {location!r}: {exc}", request=request
+            host = target.host  # decoded here: IDNAError (a ValueError) for a bad label such as "xn--zz"
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise UnfetchableURL(
+                location,
+                f"{http_request.url} redirected to an invalid Location {location!r}: {exc}",
+                request=request,
             ) from exc
-        if target.scheme not in ("http", "https") or not target.host:
-            raise DownloadError(
-                f"{http_request.url} redirected to {location!r}, which is not an http(s) URL", request=request
+        if target.scheme not in ("http", "https") or not host:
+            raise UnfetchableURL(
+                location,
+                f"{http_request.url} redirected to {location!r}, which is not an http(s) URL",
+                request=request,
             )
         return target
 

@@ -21,8 +21,10 @@ class Downloader(Protocol):
     - Any HTTP status is a `Response`, 4xx and 5xx included; only a failed exchange raises.
     - Failures raise `DownloadError` or a subclass, with the URL in the message and `.request` set:
       `DownloadTimeout` (connect, read or total time ran out), `BodyTooLarge` (the decoded body passed the
-      cap), `TooManyRedirects` (the cap was reached or a loop was found), plain `DownloadError` for the rest
-      (refused connection, reset, TLS failure, undecodable body). Driver exceptions never escape.
+      cap), `TooManyRedirects` (the cap was reached or a loop was found), `UnfetchableURL` (the URL or a
+      redirect's `Location` cannot be sent: another scheme, a malformed host), plain `DownloadError` for the
+      rest (refused connection, reset, TLS failure, undecodable body). Driver exceptions never escape.
+      `DownloadError.retryable` says which of them the engine retries.
     - `download` may be called concurrently from many tasks. Cancelling it abandons the exchange and frees
       its connection; nothing is retried here (that is `RetryPolicy`'s job, in the engine).
     - `aclose` releases the pool; `download` must not be called afterwards. `async with` calls it on exit.

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .._errors import BodyTooLarge, DownloadError, TooManyRedirects
+from .._errors import DownloadError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from ..http import Request
 
 __all__ = ("RetryPolicy", "RetrySettings", "parse_retry_after")
-
-_NOT_RETRYABLE = (BodyTooLarge, TooManyRedirects)  # the same request would fail the same way
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -90,9 +88,10 @@ class RetrySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 class RetryPolicy:
     """Decides whether a failed download is retried, and after how many seconds.
 
-    Retried: the statuses in `settings.statuses`, network errors and timeouts (`DownloadError`,
-    `DownloadTimeout`, `OSError`, `TimeoutError`). Not retried: `BodyTooLarge` and `TooManyRedirects` (the
-    same request fails the same way), any other exception (a bug, not a flaky network) and other statuses.
+    Retried: the statuses in `settings.statuses`, network errors and timeouts (a `DownloadError` whose
+    `retryable` is true, `OSError`, `TimeoutError`). Not retried: a `DownloadError` that is not `retryable`
+    (`BodyTooLarge`, `TooManyRedirects`, `UnfetchableURL`: the same request fails the same way), any other
+    exception (a bug, not a flaky network) and other statuses.
     Every method is retried alike, POST included (as Scrapy does).
 
     The delay before retry n (`attempt` = n) is "full jitter" exponential backoff:
@@ -134,9 +133,9 @@ class RetryPolicy:
     def is_retryable(self, *, status: int | None = None, error: BaseException | None = None) -> bool:
         """Whether this status or error is worth another attempt at all (ignoring the attempt count)."""
         if error is not None:
-            if isinstance(error, _NOT_RETRYABLE):
-                return False
-            return isinstance(error, (DownloadError, OSError, TimeoutError))
+            if isinstance(error, DownloadError):
+                return error.retryable
+            return isinstance(error, (OSError, TimeoutError))
         return status is not None and status in self.statuses
 
     def decide(

@@ -237,6 +237,9 @@ class DownloadStage:
             logger.debug("retrying %s in %.2fs (attempt %d): %s", request.url, delay, delivery.attempt, what)
             await self._hand_back(delivery, delay, what)
             return
+        if error is not None and not self._retry.is_retryable(error=error):
+            logger.warning("not retrying %s: %s", request.url, what)
+            return await self._dead_letter(delivery, module, request, f"{what} (not retryable)")
         logger.warning("giving up on %s after %d attempts: %s", request.url, delivery.attempt, what)
         await self._dead_letter(delivery, module, request, f"{what} after {delivery.attempt} attempts")
 
