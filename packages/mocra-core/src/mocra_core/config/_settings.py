@@ -162,6 +162,8 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     Attributes:
         url: `memory://` (default; one process), or a shared broker: `redis://…`, `nats://…`, `kafka://…`.
         visibility_timeout: Seconds a leased message may stay unacknowledged before it is redelivered.
+        liveness_timeout: Redis and NATS: seconds after a worker's last sign of life (a heartbeat or lease
+            extension, sent every fifth of it) before the others take over what it leased (> 0).
         max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says.
         spill_threshold: In memory: requests kept as objects before new ones spill to a temporary LMDB
             queue on disk (bounds the memory of a large frontier).
@@ -176,11 +178,15 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 
     url: str = "memory://"
     visibility_timeout: float = 300.0
+    liveness_timeout: float = 10.0
     max_attempts: int = 10
     spill_threshold: int = 100_000
     redis: RedisQueueSettings = RedisQueueSettings()
     nats: NatsQueueSettings = NatsQueueSettings()
     kafka: KafkaQueueSettings = KafkaQueueSettings()
+
+    def __post_init__(self) -> None:
+        _positive(self, "liveness_timeout")
 
 
 class CoordinationSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

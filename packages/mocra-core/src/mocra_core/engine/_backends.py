@@ -112,6 +112,8 @@ def open_queue_for(settings: Settings, job: JobDir | None, name: str) -> QueueBa
 def backend_options(settings: Settings) -> dict[str, object]:
     """The `[queue.redis]`, `[queue.nats]` or `[queue.kafka]` settings of the run's queue URL, as keywords.
 
+    Redis and NATS also get `queue.liveness_timeout` (Kafka's counterpart is its session timeout).
+
     Example:
         >>> from mocra_core.config import Settings
         >>> backend_options(Settings.from_mapping({"queue": {"url": "kafka://127.0.0.1:9092"}}))["partitions"]
@@ -124,6 +126,8 @@ def backend_options(settings: Settings) -> dict[str, object]:
         return {}
     section = "redis" if scheme == "rediss" else scheme  # the `[queue.<section>]` of the scheme
     options: dict[str, object] = msgspec.structs.asdict(getattr(settings.queue, section))
+    if section != "kafka":
+        options["liveness_timeout"] = settings.queue.liveness_timeout
     return options
 
 

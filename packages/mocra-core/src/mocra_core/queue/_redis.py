@@ -13,6 +13,12 @@ How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
   from a cursor kept per lane, at most every `visibility_timeout / 4` seconds and at least every
   second while something is leased). A claimed entry's delivery count goes up by one, and so does its
   attempt (`Envelope.attempt + count - 1`); past `max_attempts` it goes to the DLQ.
+- **Liveness.** Each queue keeps a heartbeat per topic it consumes (a score in a sorted set, server
+  time), refreshed by every take and by its `LeaseKeeper` every `liveness_timeout / 5` seconds. A
+  sweep claims every lease of a consumer whose heartbeat is `liveness_timeout` old at once (XCLAIM,
+  attempt + 1, as for an expired lease), so a killed worker's messages come back within about
+  `liveness_timeout` seconds, while a live worker keeps its leases up to the visibility timeout.
+  Closing with leases still held marks the consumer dead, so they come back at once.
 - **Nack and delays.** A nack adds a new entry (attempt + 1) to the tail of the lane, or to a sorted set
   scored by due time (server clock), from which every take first moves due messages to their lanes.
 - **Partition keys.** A hash maps each busy key to the entry that owns it. A keyed entry read while its
@@ -60,6 +66,7 @@ from .._gather import Gather
 from ._checks import check_limits, check_max_messages, check_payloads
 from ._delivery import DeadLetter, Delivery
 from ._envelope import Envelope, pack, unpack
+from ._lease_keeper import LeaseKeeper, check_liveness
 from ._redis_bell import Bell
 from ._redis_dlq import lane, read_dead_letters, replay_dead_letters
 from ._redis_store import RedisStore
@@ -112,9 +119,9 @@ class RedisStreamsQueue:
 
     Every state change is one Lua script, so it is atomic on the server; time (delays, leases) is the
     server's. Leases outlive their consumer: if a worker dies, its messages come back to the others
-    after `visibility_timeout` with `attempt + 1`. The queue is as durable as the server (AOF/RDB);
-    without persistence a restart loses the messages and workers carry on with new ones. Scripts touch
-    keys they compute, so Redis Cluster is not supported.
+    once its heartbeat is `liveness_timeout` old, with `attempt + 1`. The queue is as durable as the
+    server (AOF/RDB); without persistence a restart loses the messages and workers carry on with new
+    ones. Scripts touch keys they compute, so Redis Cluster is not supported.
 
     Args:
         url: `redis://[user:password@]host:port/db`, or `rediss://...` for TLS.
@@ -124,6 +131,8 @@ class RedisStreamsQueue:
         max_attempts: Deliveries of one message before a nack or an expired lease dead-letters it.
         connect_timeout: Seconds to wait for the server when connecting.
         reconnect_timeout: Seconds a call keeps retrying a lost server before raising `BackendUnavailable`.
+        liveness_timeout: Seconds after this queue's last heartbeat (it beats every fifth of it while
+            open) before the other consumers take its leases.
 
     Raises:
         ConfigError: the URL cannot be parsed.
@@ -156,8 +165,10 @@ class RedisStreamsQueue:
         max_attempts: int = 5,
         connect_timeout: float = 5.0,
         reconnect_timeout: float = 30.0,
+        liveness_timeout: float = 10.0,
     ) -> None:
         check_limits(visibility_timeout, max_attempts)
+        check_liveness(liveness_timeout)
         if not namespace:
             raise ValueError("namespace must not be empty")
         self.namespace = namespace
@@ -167,6 +178,9 @@ class RedisStreamsQueue:
         self.url = self._store.url
         self._codec = codec
         self._visibility_ms = max(1, math.ceil(visibility_timeout * 1000))
+        self.liveness_timeout = liveness_timeout
+        self._liveness_ms = max(1, math.ceil(liveness_timeout * 1000))
+        self._keeper = LeaseKeeper(self._beat, every=liveness_timeout / 5, what=f"redis {self.url}")
         self._sweep_every = min(visibility_timeout / 4, _POLL)
         self._expired = f"lease expired (visibility timeout {visibility_timeout:g} s)"
         self._ids = map(f"{secrets.token_hex(6)}.{{}}".format, itertools.count(1))
@@ -183,6 +197,7 @@ class RedisStreamsQueue:
             raise anyio.ClosedResourceError
         try:
             await self._store.connect()
+            await self._keeper.start()
         except BaseException:
             await self.aclose()
             raise
@@ -195,6 +210,12 @@ class RedisStreamsQueue:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+        await self._keeper.stop()
+
+    async def _beat(self) -> None:
+        """Tell the other consumers of every topic this queue consumes that it is alive."""
+        prefixes = [state.prefix for state in self._topics.values() if state.group]
+        await self._store.beat(prefixes, self._liveness_ms)
 
     def _topic(self, topic: str) -> _Topic:
         if self._store.closed:
@@ -312,7 +333,12 @@ class RedisStreamsQueue:
             now = anyio.current_time()
             sweep = now >= state.next_sweep
             taken = await self._store.take(
-                state.prefix, state.group, n - len(found), sweep=sweep, visibility_ms=self._visibility_ms
+                state.prefix,
+                state.group,
+                n - len(found),
+                sweep=sweep,
+                visibility_ms=self._visibility_ms,
+                liveness_ms=self._liveness_ms,
             )
             if sweep:
                 state.next_sweep = now if taken.more else now + self._sweep_every
@@ -429,9 +455,10 @@ class RedisStreamsQueue:
         return await self._store.pending(self._topic(topic).prefix)
 
     async def aclose(self) -> None:
-        """Close the connections; leases still held come back to other consumers after the timeout."""
+        """Close the connections; leases still held come back to the other consumers at their next sweep."""
         if self._store.closed:
             return
+        self._keeper.cancel()
         self._store.closed = True
         for state in self._topics.values():
             state.bell.close()

@@ -16,7 +16,14 @@ P dseq           STRING  counter that orders delayed messages with the same due 
 P cursors        HASH  L + group -> where the next XAUTOCLAIM of that lane starts
 P dlq            STREAM  e=<Envelope with reason and failed_at>, oldest first
 P bell           STREAM  n=<messages that became ready>; waiting consumers block on it (XREAD)
+P alive          ZSET  consumer -> until when (server ms) its heartbeat says it lives
 ```
+
+Liveness: every consumer refreshes its score in `alive` (on each take, and from its queue's lease keeper
+every `liveness_timeout / 5`). A sweeping take claims at once every pending entry of a consumer whose
+score has passed (XPENDING of that consumer, XCLAIM with min idle 0: its delivery count goes up as for
+an expired lease), then drops that consumer. A consumer not in `alive` (not yet beating) is only swept
+by idle time (XAUTOCLAIM after the visibility timeout), like any lease a live consumer keeps too long.
 
 A lease is the PEL entry of a stream entry: its owner (consumer) and delivery count. A delivery is
 current while the PEL still has its entry with the same owner and count; an ack, nack or dead-letter
@@ -32,7 +39,7 @@ body  = 'e' . envelope  |  'g' . cmsgpack(fields)  (an entry without an envelope
 
 from __future__ import annotations
 
-__all__ = ("ACK", "END", "FORGET", "PENDING", "PUBLISH", "REPLAY", "TAKE")
+__all__ = ("ACK", "BEAT", "END", "FORGET", "PENDING", "PUBLISH", "REPLAY", "TAKE")
 
 _PRELUDE = """
 local P = ARGV[1]
@@ -114,11 +121,12 @@ return ready
 TAKE = (
     _PRELUDE
     + """
--- ARGV: P, group, consumer, n, sweep (0/1), visibility ms, scan limit
+-- ARGV: P, group, consumer, n, sweep (0/1), visibility ms, scan limit, liveness ms
 -- Returns {entries (token . body)..., again, more, due in ms (-1: none), busy, bell id}
 local group, consumer = ARGV[2], ARGV[3]
 local n, sweep, vt, limit = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], tonumber(ARGV[7])
 local now = now_ms()
+redis.call('ZADD', P .. 'alive', now + tonumber(ARGV[8]), consumer)
 local out, got, rung, more, scanned = {}, 0, 0, 0, 0
 local function field(fields, name)
   for i = 1, #fields, 2 do
@@ -139,6 +147,22 @@ local function gone(ref)
   local id = string.sub(ref, 17)
   return #redis.call('XRANGE', P .. 'q:' .. string.sub(ref, 1, 16), id, id) == 0
 end
+local function claimed(lane, s, e)
+  if type(e) == 'table' and type(e[2]) == 'table' then
+    local key = field(e[2], 'k')
+    if key and not redis.call('HGET', P .. 'keys', key) then
+      redis.call('HSET', P .. 'keys', key, lane .. e[1])
+    end
+    emit(lane, e[1], redis.call('XPENDING', s, group, e[1], e[1], 1)[1][4], e[2])
+  end
+end
+local function pending_of(s, who, count)
+  local p = redis.pcall('XPENDING', s, group, '-', '+', count, who)
+  if type(p) == 'table' and p.err == nil then
+    return p
+  end
+  return {}
+end
 
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', now, 'LIMIT', 0, limit)) do
   local r = cmsgpack.unpack(string.sub(m, 17))
@@ -150,6 +174,33 @@ end
 local lanes = redis.call('ZREVRANGE', P .. 'lanes', 0, -1)
 
 if sweep then
+  -- consumers whose heartbeat lapsed: claim their leases now, then drop them once they hold none
+  for _, dead in ipairs(redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', now, 'LIMIT', 0, 8)) do
+    local left = false
+    for _, lane in ipairs(lanes) do
+      local s = P .. 'q:' .. lane
+      if got < n then
+        local ids = {}
+        for i, e in ipairs(pending_of(s, dead, n - got)) do
+          ids[i] = e[1]
+        end
+        if #ids > 0 then
+          for _, e in ipairs(redis.call('XCLAIM', s, group, consumer, 0, unpack(ids))) do
+            claimed(lane, s, e)
+          end
+        end
+      end
+      left = left or #pending_of(s, dead, 1) > 0
+    end
+    if left then
+      more = 1
+    else
+      for _, lane in ipairs(lanes) do
+        redis.pcall('XGROUP', 'DELCONSUMER', P .. 'q:' .. lane, group, dead)
+      end
+      redis.call('ZREM', P .. 'alive', dead)
+    end
+  end
   for _, lane in ipairs(lanes) do
     if got >= n then
       more = 1
@@ -165,13 +216,7 @@ if sweep then
       end
       redis.call('HSET', P .. 'cursors', at, r[1])
       for _, e in ipairs(r[2]) do
-        if type(e) == 'table' and type(e[2]) == 'table' then
-          local key = field(e[2], 'k')
-          if key and not redis.call('HGET', P .. 'keys', key) then
-            redis.call('HSET', P .. 'keys', key, lane .. e[1])
-          end
-          emit(lane, e[1], redis.call('XPENDING', s, group, e[1], e[1], 1)[1][4], e[2])
-        end
+        claimed(lane, s, e)
       end
     end
   end
@@ -346,9 +391,10 @@ return total
 
 FORGET = """
 -- ARGV: P, group, consumer, idle ms.  Drops this consumer, and consumers idle that long, from the
--- topic's consumer groups if they hold no lease (a consumer is created per process and lane).
+-- topic's consumer groups if they hold no lease (a consumer is created per process and lane). This
+-- consumer leaves `alive`, or, if it still holds leases, is marked dead there so they are claimed now.
 local P, group, me, idle = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local dropped = 0
+local dropped, holding = 0, false
 for _, lane in ipairs(redis.call('ZRANGE', P .. 'lanes', 0, -1)) do
   local s = P .. 'q:' .. lane
   local consumers = redis.pcall('XINFO', 'CONSUMERS', s, group)
@@ -361,9 +407,26 @@ for _, lane in ipairs(redis.call('ZRANGE', P .. 'lanes', 0, -1)) do
       if info['pending'] == 0 and (info['name'] == me or info['idle'] > idle) then
         redis.call('XGROUP', 'DELCONSUMER', s, group, info['name'])
         dropped = dropped + 1
+      elseif info['name'] == me then
+        holding = true
       end
     end
   end
 end
+if holding then
+  redis.call('ZADD', P .. 'alive', 0, me)
+else
+  redis.call('ZREM', P .. 'alive', me)
+end
 return dropped
+"""
+
+BEAT = """
+-- ARGV: consumer, liveness ms, topic prefixes...  The consumer lives for liveness ms more (server clock).
+local t = redis.call('TIME')
+local until_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
+for i = 3, #ARGV do
+  redis.call('ZADD', ARGV[i] .. 'alive', until_ms, ARGV[1])
+end
+return #ARGV - 2
 """

@@ -20,7 +20,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._errors import BackendError, BackendUnavailable, ConfigError, redact
 from .._gather import Gather
-from ._redis_lua import ACK, END, FORGET, PENDING, PUBLISH, REPLAY, TAKE
+from ._redis_lua import ACK, BEAT, END, FORGET, PENDING, PUBLISH, REPLAY, TAKE
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -113,7 +113,7 @@ class RedisStore:
         register = self._redis.register_script
         self._publish, self._take, self._ack = register(PUBLISH), register(TAKE), register(ACK)
         self._end, self._replay, self._pending = register(END), register(REPLAY), register(PENDING)
-        self._forget = register(FORGET)
+        self._forget, self._beat = register(FORGET), register(BEAT)
         self._calls: Gather[Call, object] = Gather(self._pipeline)
 
     async def connect(self) -> None:
@@ -215,12 +215,23 @@ class RedisStore:
             args += [lane, delay_ms, *_key(key), len(envelopes), *envelopes]
         await self._script(self._publish, args)
 
-    async def take(self, prefix: str, group: str, n: int, *, sweep: bool, visibility_ms: int) -> Taken:
-        """Lease up to `n` entries, highest lane first (XAUTOCLAIM expired ones first if `sweep`)."""
-        args = [prefix, group, self.consumer, n, int(sweep), visibility_ms, SCAN_LIMIT]
+    async def take(
+        self, prefix: str, group: str, n: int, *, sweep: bool, visibility_ms: int, liveness_ms: int
+    ) -> Taken:
+        """Lease up to `n` entries, highest lane first.
+
+        The take marks this consumer alive for `liveness_ms`; with `sweep` it first claims the leases of
+        consumers whose liveness lapsed, then those idle for `visibility_ms` (XAUTOCLAIM).
+        """
+        args = [prefix, group, self.consumer, n, int(sweep), visibility_ms, SCAN_LIMIT, liveness_ms]
         records, again, more, due, busy, bell = await self._script(self._take, args)
         entries = list(map(_entry, records))
         return Taken(entries, bool(again), bool(more), None if due < 0 else due / 1000, bool(busy), bell)
+
+    async def beat(self, prefixes: Sequence[str], liveness_ms: int) -> None:
+        """Mark this consumer alive for `liveness_ms` more in the topics of `prefixes` (one script)."""
+        if prefixes:
+            await self._script(self._beat, [self.consumer, liveness_ms, *prefixes])
 
     async def ack(self, prefix: str, group: str, leases: Sequence[bytes]) -> None:
         """End leases that are still current: their entries are gone, their keys released."""
