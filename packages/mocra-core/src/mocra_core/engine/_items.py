@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
 from .._errors import MocraError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..config import SinkSettings
     from ..middleware import MiddlewareChain
     from ..observe import Stats
@@ -21,16 +23,29 @@ logger = logging.getLogger(__name__)
 
 
 class SinkWriteFailed(MocraError):
-    """A batch could not be written after every retry; its parse deliveries go to the DLQ for replay."""
+    """The items of one submitter (a parsed page) could not be written; its delivery goes to the DLQ."""
+
+
+class _Piece(NamedTuple):
+    """Items `start:end` of a batch, all submitted by submitter number `submitter`."""
+
+    submitter: int
+    start: int
+    end: int
 
 
 class _Batch:
-    __slots__ = ("done", "error", "items")
+    __slots__ = ("done", "error", "failed", "items", "sizes")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
+        self.sizes: list[int] = []  # how many items each submitter added, in order
         self.done = anyio.Event()
-        self.error: BaseException | None = None
+        self.error: BaseException | None = None  # every submitter failed with it
+        self.failed: dict[int, BaseException] = {}  # submitter → why its items were not written
+
+    def error_of(self, submitter: int) -> BaseException | None:
+        return self.failed.get(submitter, self.error)
 
 
 class ItemWriter:
@@ -39,6 +54,13 @@ class ItemWriter:
     Parse workers call `submit` before acknowledging the response they parsed, so an item is either in
     the sink or its response is still in the queue (and is parsed again after a crash): at-least-once.
     While one batch is being written, new items gather into the next one (group commit).
+
+    A batch the sink refuses (after its retries, or at once when the error is not retryable) is written
+    again submitter by submitter, halving the failing part until the submitters at fault are found: only
+    their `submit` raises, and the others' items are written once (a sink that keeps nothing of a failed
+    write, as the file and SQL sinks do, holds them exactly once). When the sink fails whatever part it
+    is given with a retryable error (it is down), every submitter left fails. A storage middleware that
+    changes the number of items hides whose item is whose: then the whole batch fails, as one.
     """
 
     def __init__(self, sink: DataSink, chain: MiddlewareChain, stats: Stats, settings: SinkSettings) -> None:
@@ -59,16 +81,20 @@ class ItemWriter:
         """Queue `items` for the next batch and wait until it is written.
 
         Raises:
-            SinkWriteFailed: the batch failed after all retries.
+            SinkWriteFailed: `items` could not be written (naming the sink's error); the other
+                submitters' items of the batch were written.
         """
         if not items:
             return
         batch = self._next
+        submitter = len(batch.sizes)
+        batch.sizes.append(len(items))
         batch.items.extend(items)
         self._wake.set()
         await batch.done.wait()
-        if batch.error is not None:
-            raise SinkWriteFailed(f"sink {self._sink!r} failed: {batch.error}") from batch.error
+        error = batch.error_of(submitter)
+        if error is not None:
+            raise SinkWriteFailed(f"sink {self._sink!r} failed: {error}") from error
 
     async def run(self) -> None:
         """Write batches until `close` is called and the last batch is written."""
@@ -88,31 +114,125 @@ class ItemWriter:
         self._wake.set()
 
     async def _write(self, batch: _Batch) -> None:
-        items: Any = batch.items
+        items: Sequence[Any] = batch.items
         if self._chain.has_storage:
             items = await self._chain.before_write(items)
         size = self._settings.batch_size
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
             error = await self._write_chunk(chunk)
-            if error is not None:
-                batch.error = error
+            if error is None:
+                self._stats.items += len(chunk)
+                continue
+            if len(batch.sizes) > 1 and len(items) == len(batch.items):
+                await self._isolate(batch, items, start, error)
                 return
-            self._stats.items += len(chunk)
+            if len(batch.sizes) > 1:
+                logger.warning("a storage middleware changed the number of items: the batch fails as one")
+            batch.error = error
+            self._log_failed(len(batch.sizes), len(batch.sizes), error)
+            return
 
-    async def _write_chunk(self, chunk: list[Any]) -> BaseException | None:
+    async def _isolate(self, batch: _Batch, items: Sequence[Any], start: int, error: BaseException) -> None:
+        """Write what is left of a batch whose chunk at `start` failed with `error`, finding who is at fault.
+
+        The submitters' items from `start` on are packed into groups of at most `batch_size`; a group
+        that fails is halved until each failing submitter stands alone.
+        """
+        size = self._settings.batch_size
+        failed = (start, min(start + size, len(items)))
+        down: BaseException | None = None  # the sink fails whatever it is given
+        for group in _groups(_pieces(batch.sizes, start), size):
+            lo, hi = group[0].start, group[-1].end
+            if down is not None:
+                self._fail(batch, group, down)
+                continue
+            if hi - lo > size:  # one submitter with more items than a batch: chunk by chunk, as usual
+                problem = await self._write_span(items, lo, hi)
+                if problem is not None:
+                    self._fail(batch, group, problem)
+                continue
+            if (lo, hi) == failed:
+                problem = error
+            elif lo < failed[1]:  # part of it has just failed: try once
+                problem = await self._write_once(items[lo:hi])
+            else:
+                problem = await self._write_chunk(items[lo:hi])
+            if problem is None:
+                self._stats.items += hi - lo
+            else:
+                down = await self._bisect(batch, items, group, problem)
+
+    async def _bisect(
+        self, batch: _Batch, items: Sequence[Any], group: list[_Piece], error: BaseException
+    ) -> BaseException | None:
+        """Halve a failing `group` of at most `batch_size` items until each failing submitter stands alone.
+
+        The halves are written in order. Returns the error when the sink seems down (both halves of a
+        group failed with the same retryable error): then every piece left is failed with it.
+        """
+        if len(group) == 1:
+            self._fail(batch, group, error)
+            return None
+        middle = len(group) // 2
+        first, second = group[:middle], group[middle:]
+        problem = await self._write_half(items, first)
+        if problem is not None:
+            down = await self._bisect(batch, items, first, problem)
+            if down is not None:
+                self._fail(batch, second, down)
+                return down
+        again = await self._write_half(items, second)
+        if again is None:
+            return None
+        if problem is not None and _same_outage(problem, again):
+            self._fail(batch, second, again)
+            return again
+        return await self._bisect(batch, items, second, again)
+
+    async def _write_half(self, items: Sequence[Any], pieces: list[_Piece]) -> BaseException | None:
+        lo, hi = pieces[0].start, pieces[-1].end
+        problem = await self._write_once(items[lo:hi])
+        if problem is None:
+            self._stats.items += hi - lo
+        return problem
+
+    def _fail(self, batch: _Batch, pieces: Sequence[_Piece], error: BaseException) -> None:
+        for piece in pieces:
+            batch.failed[piece.submitter] = error
+        self._log_failed(len(pieces), len(batch.sizes), error)
+
+    def _log_failed(self, failed: int, submitters: int, error: BaseException) -> None:
+        logger.error(
+            "sink %r: the items of %d of %d submitters go back with their responses: %s",
+            self._sink, failed, submitters, error,
+        )  # fmt: skip
+
+    async def _write_span(self, items: Sequence[Any], lo: int, hi: int) -> BaseException | None:
+        for start in range(lo, hi, self._settings.batch_size):
+            chunk = items[start : min(start + self._settings.batch_size, hi)]
+            error = await self._write_chunk(chunk)
+            if error is not None:
+                return error
+            self._stats.items += len(chunk)
+        return None
+
+    async def _write_once(self, chunk: Sequence[Any]) -> BaseException | None:
+        try:
+            await self._sink.write(chunk)
+        except Exception as exc:  # a sink may raise anything: reported to the caller
+            return exc
+        return None
+
+    async def _write_chunk(self, chunk: Sequence[Any]) -> BaseException | None:
         delay = self._settings.retry_delay
         for attempt in range(1, self._settings.max_retries + 2):
             try:
                 await self._sink.write(chunk)
             except Exception as exc:  # a sink may raise anything: retried, then reported
-                if attempt > self._settings.max_retries or getattr(exc, "retryable", True) is False:
-                    logger.error(
-                        "sink %r failed %d times; %d items go back with their responses: %s",
-                        self._sink,
-                        attempt,
-                        len(chunk),
-                        exc,
+                if attempt > self._settings.max_retries or not _retryable(exc):
+                    logger.warning(
+                        "sink %r failed %d times on %d items: %s", self._sink, attempt, len(chunk), exc
                     )
                     return exc
                 logger.warning(
@@ -123,3 +243,41 @@ class ItemWriter:
             else:
                 return None
         return None
+
+
+def _retryable(error: BaseException) -> bool:
+    """Whether writing the same items again may work (`SinkError.retryable`; other errors: yes)."""
+    return getattr(error, "retryable", True) is not False
+
+
+def _same_outage(first: BaseException, second: BaseException) -> bool:
+    """Whether two failures of a sink look like one outage (not two bad items): retryable and alike."""
+    return _retryable(first) and type(first) is type(second) and str(first) == str(second)
+
+
+def _pieces(sizes: Sequence[int], start: int) -> list[_Piece]:
+    """Each submitter's items from item `start` on (of one begun before `start`: the rest)."""
+    pieces: list[_Piece] = []
+    end = 0
+    for submitter, count in enumerate(sizes):
+        begin, end = end, end + count
+        if end > start:
+            pieces.append(_Piece(submitter, max(begin, start), end))
+    return pieces
+
+
+def _groups(pieces: Sequence[_Piece], size: int) -> list[list[_Piece]]:
+    """Consecutive pieces packed into groups of at most `size` items (a larger piece makes a group alone)."""
+    groups: list[list[_Piece]] = []
+    current: list[_Piece] = []
+    count = 0
+    for piece in pieces:
+        length = piece.end - piece.start
+        if current and count + length > size:
+            groups.append(current)
+            current, count = [], 0
+        current.append(piece)
+        count += length
+    if current:
+        groups.append(current)
+    return groups
