@@ -131,12 +131,30 @@ async def test_an_item_that_is_not_a_record_fails_without_writing(tmp_path: path
     path = tmp_path / "items.csv"
     async with CsvSink(path) as sink:
         await sink.write([{"a": 1}])
-        with pytest.raises(SinkError, match=r"item 1 of the batch \(list\) is not a Struct") as info:
+        with pytest.raises(SinkError, match=r"item 1 of the batch is a list, not a record of fields") as info:
             await sink.write([{"a": 2}, [1, 2]])
         assert not info.value.retryable
-        with pytest.raises(SinkError, match=r"item 0 of the batch \(object\)"):
+        with pytest.raises(SinkError, match=r"item 0 of the batch \(object\) cannot be encoded"):
             await sink.write([object()])
     assert rows(path) == [["a"], ["1"]]
+
+
+@pytest.mark.anyio
+async def test_a_dict_holding_a_value_that_cannot_be_encoded_is_named_as_such(tmp_path: pathlib.Path) -> None:
+    class Opaque:
+        pass
+
+    async with CsvSink(tmp_path / "items.csv") as sink:
+        with pytest.raises(SinkError) as info:
+            await sink.write([{"a": 1}, {"a": Opaque()}])
+
+    message = str(info.value)
+    assert (
+        "item 1 of the batch (dict) cannot be encoded: Encoding objects of type Opaque is unsupported"
+        in message
+    )
+    assert "not a" not in message  # it is a dict: the value inside is the problem
+    assert not info.value.retryable
 
 
 @pytest.mark.anyio

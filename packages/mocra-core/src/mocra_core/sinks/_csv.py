@@ -45,7 +45,8 @@ class CsvSink(SinkContext):
 
     Raises:
         SinkError: the file cannot be opened or written (naming the path), its header differs from
-            `columns`, or an item is not a record of fields (not retryable).
+            `columns`, or an item is not a record of fields or holds a value that cannot be encoded
+            (not retryable).
 
     Example:
         >>> import anyio, pathlib, tempfile
@@ -140,18 +141,22 @@ class CsvSink(SinkContext):
         return next(csv.reader([line]), [])
 
     def _record(self, index: int, item: object) -> dict[str, Any]:
-        cause: Exception | None = None
         try:
             record = msgspec.to_builtins(item, str_keys=True)
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
-            record, cause = None, exc
-        if not isinstance(record, dict):
             raise SinkError(
-                f"cannot write {self.path!r}: item {index} of the batch ({type(item).__name__}) is not "
-                "a Struct, dataclass or dict",
+                f"cannot write {self.path!r}: item {index} of the batch ({type(item).__name__}) cannot be "
+                f"encoded: {exc}",
                 path=self.path,
                 retryable=False,
-            ) from cause
+            ) from exc
+        if not isinstance(record, dict):
+            raise SinkError(
+                f"cannot write {self.path!r}: item {index} of the batch is a {type(item).__name__}, not a "
+                "record of fields (a Struct, dataclass or dict)",
+                path=self.path,
+                retryable=False,
+            )
         return record
 
     def _render(self, records: list[dict[str, Any]], *, header: bool) -> bytes:
