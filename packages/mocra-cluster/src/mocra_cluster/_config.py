@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 __all__ = ("ClusterConfig", "check_address")
 
 _NODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_MIN_FRAME = 1 << 20
+_MAX_FRAME = (1 << 31) - 1  # the wire's length prefix is a signed 32-bit int
 
 
 def check_address(value: str, key: str) -> str:
@@ -54,6 +56,20 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         voters: Addresses of the initial voters (this node included) of a new cluster.
         seeds: Addresses of running members to join through (empty for a new cluster).
         tuning: Raft timings.
+        max_frame_bytes: Longest message (one frame on the wire) a peer that knows the password
+            may send; a longer one closes its connection before it is read. A write whose command
+            would not fit (with room for the framing) fails with `ClusterError` naming this setting.
+            At least 1 MiB (pysyncobj's own messages are up to 64 KiB plus one log entry), below
+            2 GiB; default 16 MiB. Give every node the same value.
+        max_pending_connections: How many incoming connections may be open before they prove they
+            know the password (pysyncobj's signed key exchange); one more closes the oldest.
+            Default 32.
+        handshake_timeout: Seconds an incoming connection has to prove it knows the password before
+            it is closed (a real peer needs one round trip). Default 2.
+
+    Before a connection is authenticated its frames may be at most 4 KiB: a stranger cannot make
+    a node buffer more than that per connection, nor hold more than `max_pending_connections` of
+    them for more than `handshake_timeout`. Change these with `msgspec.structs.replace`.
 
     Example:
         >>> config = ClusterConfig.join("b", "127.0.0.1:7101", "/tmp/b", seed="127.0.0.1:7100", password="pw")
@@ -61,6 +77,13 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         (('127.0.0.1:7100',), ())
         >>> "password='***'" in repr(config)  # the password stays out of reprs and logs
         True
+        >>> import msgspec
+        >>> msgspec.structs.replace(config, max_frame_bytes=64 << 20).max_frame_bytes
+        67108864
+        >>> msgspec.structs.replace(config, max_frame_bytes=1000)
+        Traceback (most recent call last):
+        ...
+        mocra_cluster._errors.ClusterConfigError: max_frame_bytes: expected 1 MiB to 2 GiB, got 1000
     """
 
     node_id: str
@@ -70,6 +93,9 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     voters: tuple[str, ...] = ()
     seeds: tuple[str, ...] = ()
     tuning: RaftTuning = RaftTuning()
+    max_frame_bytes: int = 16 << 20
+    max_pending_connections: int = 32
+    handshake_timeout: float = 2.0
 
     def __post_init__(self) -> None:
         if not _NODE_ID.fullmatch(self.node_id):
@@ -89,6 +115,21 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             raise ClusterConfigError("voters", f"must include this node's address {self.addr!r}")
         if self.voters and self.seeds:
             raise ClusterConfigError("seeds", "give voters (new cluster) or seeds (join), not both")
+        self._check_limits()
+
+    def _check_limits(self) -> None:
+        if not _MIN_FRAME <= self.max_frame_bytes <= _MAX_FRAME:
+            raise ClusterConfigError(
+                "max_frame_bytes", f"expected 1 MiB to 2 GiB, got {self.max_frame_bytes!r}"
+            )
+        if self.max_pending_connections < 1:
+            raise ClusterConfigError(
+                "max_pending_connections", f"expected at least 1, got {self.max_pending_connections!r}"
+            )
+        if not self.handshake_timeout > 0:
+            raise ClusterConfigError(
+                "handshake_timeout", f"expected a positive number of seconds, got {self.handshake_timeout!r}"
+            )
 
     def __repr__(self) -> str:
         return (

@@ -13,9 +13,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pysyncobj.poller import createPoller  # type: ignore[import-untyped]
-from pysyncobj.tcp_connection import TcpConnection  # type: ignore[import-untyped]
 
 from ._errors import ClusterUnavailable
+from ._raft_transport import GuardedConnection
 
 if TYPE_CHECKING:
     from ._raft_auth import MessageAuthenticator
@@ -23,15 +23,22 @@ if TYPE_CHECKING:
 __all__ = ("add_voter", "cluster_of")
 
 _PARTNER = "partner_node_status_server_"
+_REPLY_BYTES = 1 << 20
+"""Longest reply taken from a seed (a status lists every voter: well under this)."""
 
 
 class _Exchange:
-    """One request and its reply on a fresh connection (pysyncobj's `TcpUtility`, with our signer)."""
+    """One request and its reply on a fresh connection (pysyncobj's `TcpUtility`, with our signer).
+
+    The connection is a `GuardedConnection`: a reply longer than `_REPLY_BYTES`, or one that does not
+    verify, closes it before it is buffered.
+    """
 
     def __init__(self, authenticator: MessageAuthenticator, timeout: float) -> None:
         self._poller = createPoller("auto")
-        self._connection = TcpConnection(
+        self._connection = GuardedConnection(
             self._poller,
+            max_frame_bytes=_REPLY_BYTES,
             onDisconnected=self._on_disconnected,
             onMessageReceived=self._on_message,
             onConnected=self._on_connected,

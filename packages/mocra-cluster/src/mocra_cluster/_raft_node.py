@@ -26,12 +26,14 @@ from pysyncobj.node import TCPNode  # type: ignore[import-untyped]
 from pysyncobj.pipe_notifier import PipeNotifier  # type: ignore[import-untyped]
 
 from ._errors import ClusterError
+from ._raft_transport import GuardedTransport
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ._machine import StateMachine
     from ._raft_auth import MessageAuthenticator
+    from ._raft_transport import PeerLimits
     from ._raft_tuning import RaftTuning
 
 __all__ = ("ApplyFailed", "RaftNode", "SnapshotFile")
@@ -83,7 +85,11 @@ _snapshot_decoder = msgspec.msgpack.Decoder(SnapshotFile)
 
 
 class _ReplicatedLog(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
-    """The SyncObj: one replicated method, and our authenticator in place of pysyncobj's Fernet."""
+    """The SyncObj: one replicated method, our authenticator and our transport.
+
+    `MessageAuthenticator` takes the place of pysyncobj's Fernet, `GuardedTransport` of its
+    transport (see `_raft_transport.py`).
+    """
 
     def __init__(
         self,
@@ -92,10 +98,11 @@ class _ReplicatedLog(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         conf: Any,
         apply: Callable[[bytes], object],
         authenticator: MessageAuthenticator,
+        limits: PeerLimits,
     ) -> None:
         self._mocra_apply = apply
         self._mocra_authenticator = authenticator  # must exist before SyncObj builds its transport
-        super().__init__(addr, partners, conf)
+        super().__init__(addr, partners, conf, transportClass=GuardedTransport.factory(limits))
 
     @property
     def encryptor(self) -> MessageAuthenticator:
@@ -138,10 +145,13 @@ class RaftNode:
         data_dir: str,
         tuning: RaftTuning,
         authenticator: MessageAuthenticator,
+        limits: PeerLimits,
         machine: StateMachine,
         joining: bool = False,
     ) -> None:
         self.machine = machine
+        self._max_frame_bytes = limits.max_frame_bytes
+        self._max_command_bytes = limits.max_command_bytes
         self._joining = joining
         self._hold_for = tuning.election_timeout_max
         self.lock = threading.Lock()
@@ -166,7 +176,7 @@ class RaftNode:
                 # pysyncobj's FileJournal reads its .meta file without closing it (a ResourceWarning).
                 warnings.simplefilter("ignore", ResourceWarning)
                 self._log = _ReplicatedLog(
-                    addr, sorted(set(partners) - {addr}), conf, self._apply, authenticator
+                    addr, sorted(set(partners) - {addr}), conf, self._apply, authenticator, limits
                 )
         except Exception as exc:  # pysyncobj raises SyncObjException('BindError') and friends
             raise ClusterError(f"cannot start the Raft node on {addr}: {exc!r}") from exc
@@ -238,7 +248,16 @@ class RaftNode:
     # ------------------------------------------------------------------ any thread
 
     def submit(self, raw: bytes, callback: Callable[[object, int | None], None]) -> None:
-        """Propose `raw` (forwarded to the leader if this node does not lead); `callback` gets the result."""
+        """Propose `raw` (forwarded to the leader if this node does not lead); `callback` gets the result.
+
+        Raises:
+            ClusterError: `raw` is too long to travel in one frame (`max_frame_bytes`).
+        """
+        if len(raw) > self._max_command_bytes:
+            raise ClusterError(
+                f"a command of {len(raw)} bytes does not fit in a Raft message: max_frame_bytes "
+                f"({self._max_frame_bytes}) allows commands of up to {self._max_command_bytes} bytes"
+            )
         self._log.apply_entry(raw, callback=callback)
         self._wake.notify()
 

@@ -155,6 +155,17 @@ class RaftProcess:
         """The node's Raft address."""
         return self.config.addr
 
+    @property
+    def pid(self) -> int:
+        """The child's process id (for `/proc/<pid>/status`).
+
+        Raises:
+            ClusterError: the child is not running.
+        """
+        if self._process is None:
+            raise ClusterError(f"node {self.config.node_id} is not running")
+        return self._process.pid
+
     async def start(self) -> None:
         """Start the child and wait until its node is up (bound, Raft thread running)."""
         os.makedirs(self.config.data_dir, exist_ok=True)

@@ -23,6 +23,7 @@ from ._errors import ClusterUnavailable
 from ._raft_admin import add_voter, cluster_of
 from ._raft_auth import MessageAuthenticator
 from ._raft_node import JOURNAL, RaftNode
+from ._raft_transport import PeerLimits
 
 if TYPE_CHECKING:
     from ._config import ClusterConfig
@@ -77,6 +78,7 @@ def start_node(config: ClusterConfig, machine: StateMachine) -> tuple[RaftNode, 
         data_dir=config.data_dir,
         tuning=config.tuning,
         authenticator=authenticator,
+        limits=PeerLimits(config.max_frame_bytes, config.max_pending_connections, config.handshake_timeout),
         machine=machine,
         joining=joining,
     )
