@@ -52,7 +52,7 @@ def test_wrong_type_names_the_key_path() -> None:
 def test_invalid_value_is_rejected_with_its_field() -> None:
     with pytest.raises(ConfigError) as info:
         load(None, overrides=["crawl.concurrency=0"], environ={})
-    assert "concurrency must be at least 1" in str(info.value)
+    assert str(info.value) == "-s crawl.concurrency=0: crawl.concurrency: must be at least 1, got 0"
 
 
 def test_bad_environment_variable_is_named() -> None:

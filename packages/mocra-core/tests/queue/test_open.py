@@ -118,11 +118,11 @@ def test_options_of_another_backend_are_not_passed() -> None:
 @pytest.mark.parametrize(
     ("override", "problem"),
     [
-        ("queue.kafka.partitions=0", "partitions must be at least 1"),
-        ("queue.kafka.fetch_wait=0", "fetch_wait must be > 0"),
+        ("queue.kafka.partitions=0", "partitions: must be at least 1"),
+        ("queue.kafka.fetch_wait=0", "fetch_wait: must be > 0"),
         ("queue.kafka.lanes=[1, 99999999999999999999]", "lanes"),
         ('queue.nats.storage="disk"', "Invalid enum value 'disk'"),
-        ("queue.redis.timeout=1", "unknown field `timeout`"),
+        ("queue.redis.timeout=1", "queue.redis.timeout: unknown key"),
     ],
 )
 def test_bad_backend_settings_name_their_section(override: str, problem: str) -> None:

@@ -1,7 +1,12 @@
-"""Merge settings from TOML, `MOCRA_*` environment variables and `-s key=value`, then validate once."""
+"""Merge settings from TOML, `MOCRA_*` environment variables and `-s key=value`, then validate once.
+
+Every value remembers where it came from (the file, the variable, the `-s`, the command-line option or the
+`builder.set` call), so an invalid one is reported with its key, the rule it breaks and that source.
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
@@ -12,14 +17,16 @@ import msgspec
 from .._errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from ._settings import Settings
 
-__all__ = ("convert", "load", "parse_override")
+__all__ = ("SettingsLayers", "convert", "load", "parse_override")
 
 ENV_PREFIX = "MOCRA_"
 _PATH_IN_ERROR = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
+_FIELD_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_]*): (?P<problem>.*)$", re.S)
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(?P<field>[^`]*)`$")
 
 
 def parse_override(text: str, *, source: str = "-s") -> tuple[list[str], Any]:
@@ -42,6 +49,59 @@ def parse_override(text: str, *, source: str = "-s") -> tuple[list[str], Any]:
     return key.split("."), value
 
 
+# Variables with the prefix that are not settings (read elsewhere, e.g. by the cluster config).
+_NOT_SETTINGS = frozenset(
+    {"MOCRA_NODE_ID", "MOCRA_CLUSTER_ADDR", "MOCRA_DATA_DIR", "MOCRA_SEEDS", "MOCRA_CLUSTER_PASSWORD"}
+)
+
+
+class SettingsLayers:
+    """A settings mapping merged layer by layer, remembering the source of every value.
+
+    Example:
+        >>> layers = SettingsLayers()
+        >>> layers.set(["sink", "batch_size"], 0, source="-s sink.batch_size=0")
+        >>> layers.convert(source="<defaults>")
+        Traceback (most recent call last):
+        ...
+        mocra_core._errors.ConfigError: -s sink.batch_size=0: sink.batch_size: must be at least 1, got 0
+    """
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self.data: dict[str, Any] = data if data is not None else {}
+        self.sources: dict[tuple[str, ...], str] = {}
+
+    def set(self, path: Sequence[str], value: Any, *, source: str) -> None:
+        """Set the value at `path` (creating sections), replacing what was there and where it came from."""
+        node = self.data
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(".".join(path), f"{part!r} is not a section", source=source)
+            node = child
+        node[path[-1]] = value
+        key = tuple(path)
+        for known in [k for k in self.sources if k[: len(key)] == key]:
+            del self.sources[known]
+        self.sources[key] = source
+
+    def add(self, data: Mapping[str, Any], *, source: str, prefix: tuple[str, ...] = ()) -> None:
+        """Merge a nested mapping (a TOML file) into the settings, each of its values from `source`."""
+        for name, value in data.items():
+            if isinstance(value, dict):
+                self.add(value, source=source, prefix=(*prefix, name))
+            else:
+                self.set([*prefix, name], value, source=source)
+
+    def convert(self, *, source: str) -> Settings:
+        """Validate into `Settings`; an error names the key, the rule and the source of its value.
+
+        Args:
+            source: Named when the bad value has no recorded source (a default).
+        """
+        return convert(self.data, source=source, sources=self.sources)
+
+
 def _env_overrides(environ: Mapping[str, str]) -> list[tuple[str, list[str], Any]]:
     found = []
     for name, raw in sorted(environ.items()):
@@ -53,57 +113,107 @@ def _env_overrides(environ: Mapping[str, str]) -> list[tuple[str, list[str], Any
     return found
 
 
-# Variables with the prefix that are not settings (read elsewhere, e.g. by the cluster config).
-_NOT_SETTINGS = frozenset(
-    {"MOCRA_NODE_ID", "MOCRA_CLUSTER_ADDR", "MOCRA_DATA_DIR", "MOCRA_SEEDS", "MOCRA_CLUSTER_PASSWORD"}
-)
+def _section(key: list[str]) -> type[msgspec.Struct] | None:
+    """The settings Struct at `key` (`[]`: `Settings`), or None when `key` is not a section."""
+    from ._settings import Settings
+
+    struct: type[msgspec.Struct] = Settings
+    for part in key:
+        field = {f.name: f.type for f in msgspec.structs.fields(struct)}.get(part)
+        if not (isinstance(field, type) and issubclass(field, msgspec.Struct)):
+            return None
+        struct = field
+    return struct
 
 
-def _set_path(data: dict[str, Any], path: list[str], value: Any, *, source: str) -> None:
-    node = data
-    for part in path[:-1]:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(".".join(path), f"{part!r} is not a section", source=source)
-        node = child
-    node[path[-1]] = value
+def _locate(message: str) -> tuple[list[str], str]:
+    """The key path and the problem of a msgspec error message, down to the field a check names."""
+    match = _PATH_IN_ERROR.search(message)
+    path, _, item = (match.group("path") if match else "").partition("[")
+    key = [part for part in path.split(".") if part]
+    problem = _PATH_IN_ERROR.sub("", message)
+    if item:
+        return key, f"{problem} (item [{item})"
+    section = _section(key)
+    names = [f.name for f in msgspec.structs.fields(section)] if section is not None else []
+    if (unknown := _UNKNOWN_FIELD.match(problem)) is not None:
+        field = unknown.group("field")
+        close = difflib.get_close_matches(field, names, n=1)
+        where = f"[{'.'.join(key)}]" if key else "the top level"
+        hint = f"did you mean {close[0]}?" if close else f"{where} has {', '.join(names)}"
+        return [*key, field], f"unknown key; {hint}"
+    if (checked := _FIELD_PROBLEM.match(problem)) is not None and checked.group("field") in names:
+        return [*key, checked.group("field")], checked.group("problem")  # a `__post_init__` check
+    return key, problem
 
 
-def convert(data: Mapping[str, Any], *, source: str) -> Settings:
-    """Validate `data` into `Settings`; errors name the key path and the source."""
+def _source_of(key: tuple[str, ...], sources: Mapping[tuple[str, ...], str], default: str) -> str:
+    for n in range(len(key), 0, -1):  # the value itself, or the section it was set with
+        if key[:n] in sources:
+            return sources[key[:n]]
+    below = dict.fromkeys(s for k, s in sources.items() if k[: len(key)] == key)  # a check of a section
+    return " + ".join(below) if below else default
+
+
+def convert(
+    data: Mapping[str, Any], *, source: str, sources: Mapping[tuple[str, ...], str] | None = None
+) -> Settings:
+    """Validate `data` into `Settings`; errors name the key path, the rule and the source.
+
+    Args:
+        data: The nested settings mapping.
+        source: Where the values came from, unless `sources` says it of a key.
+        sources: The source of each key path set (see `SettingsLayers`).
+    """
     from ._settings import Settings
 
     try:
         return msgspec.convert(data, Settings)
     except (msgspec.ValidationError, ValueError, TypeError) as exc:
-        message = str(exc)
-        match = _PATH_IN_ERROR.search(message)
-        key = match.group("path").replace("[", ".").replace("]", "") if match else "settings"
-        problem = _PATH_IN_ERROR.sub("", message)
-        raise ConfigError(key or "settings", problem, source=source) from None
+        key, problem = _locate(str(exc))
+        origin = _source_of(tuple(key), sources or {}, source)
+        raise ConfigError(".".join(key) or "settings", problem, source=origin) from None
 
 
-def load(path: str | None, *, overrides: list[str], environ: Mapping[str, str] | None = None) -> Settings:
-    """Read `path` (TOML, optional), apply `MOCRA_*` variables, then `key=value` overrides; validate once.
+def load(
+    path: str | None,
+    *,
+    overrides: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    flags: Sequence[tuple[str, str, Any]] = (),
+) -> Settings:
+    """Read `path` (TOML, optional), apply `MOCRA_*` variables, `key=value` overrides, then `flags`.
+
+    Args:
+        path: A TOML file, or None.
+        overrides: `section.key=value` texts (`mocra run -s`); an error in one is labelled `-s <text>`.
+        environ: The environment to read `MOCRA_*` variables from (default: `os.environ`).
+        flags: Command-line options that stand for a setting, as `(label, key, value)`, e.g.
+            `("--queue nats://h:4222", "queue.url", "nats://h:4222")`; an error in one names its label.
 
     Raises:
-        ConfigError: the file cannot be read or parsed, or a key or value is invalid.
-    """
-    data: dict[str, Any] = {}
-    source = "<defaults>"
+        ConfigError: the file cannot be read or parsed, or a key or value is invalid (naming the key,
+            the rule and where the value came from).
+
+    Example:
+        >>> load(None, overrides=["crawl.max_pages=0"], environ={})
+        Traceback (most recent call last):
+        ...
+        mocra_core._errors.ConfigError: -s crawl.max_pages=0: crawl.max_pages: must be at least 1 (leave it unset for no limit), got 0
+    """  # noqa: E501
+    layers = SettingsLayers()
     if path is not None:
-        source = path
         try:
-            data = msgspec.toml.decode(Path(path).read_bytes())
+            layers.add(msgspec.toml.decode(Path(path).read_bytes()), source=path)
         except FileNotFoundError:
             raise ConfigError("config", "file not found", source=path) from None
         except msgspec.DecodeError as exc:
             raise ConfigError("config", f"not valid TOML: {exc}", source=path) from None
     for name, key_path, value in _env_overrides(os.environ if environ is None else environ):
-        _set_path(data, key_path, value, source=name)
-        source = f"{source} + {name}"
+        layers.set(key_path, value, source=name)
     for text in overrides:
         key_path, value = parse_override(text)
-        _set_path(data, key_path, value, source=f"-s {text}")
-        source = f"{source} + -s {text}"
-    return convert(data, source=source)
+        layers.set(key_path, value, source=f"-s {text}")
+    for label, key, value in flags:
+        layers.set(key.split("."), value, source=label)
+    return layers.convert(source=path or "<defaults>")

@@ -6,6 +6,7 @@ from typing import Literal
 
 import msgspec
 
+from .._bounds import at_least, positive
 from ..download import DownloadSettings, RetrySettings
 
 __all__ = (
@@ -30,11 +31,12 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         per_domain_delay: Minimum seconds between two request starts to one host (0 = none).
         obey_robots: Fetch and obey robots.txt.
         dedup: Drop requests whose fingerprint was already seen in this job (`dont_filter` skips the check).
-        max_depth: Follow links at most this many hops from a seed (`None` = unlimited).
-        max_pages: Start at most this many downloads in the job, then stop (`None` = unlimited); the workers
-            of a shared queue or a cluster share the budget.
+        max_depth: Follow links at most this many hops from a seed (0 = the seeds only; `None` = unlimited).
+        max_pages: Start at most this many downloads in the job, then stop (`None` = unlimited; 0 is
+            refused, as a job allowed no download has nothing to do); the workers of a shared queue or a
+            cluster share the budget.
         cron_max_fires: Stop after this many cron firings of each cron module, once their work is done
-            (`None` = keep firing until interrupted).
+            (`None` = keep firing until interrupted; at least 1).
         account_affinity: On a cluster, queue each account's tasks and requests under its partition key
             (`p<n>`), so one account's work goes through one partition lane, one message at a time.
         direct_parse: Hand a downloaded response straight to an idle parse worker of the same process
@@ -65,20 +67,25 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     outage_timeout: float = 300.0
 
     def __post_init__(self) -> None:
-        _positive(self, "outage_timeout")
-        for name in ("concurrency", "parse_workers", "per_domain_concurrency"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.per_domain_delay < 0:
-            raise ValueError(f"per_domain_delay must be >= 0, got {self.per_domain_delay}")
-        if self.max_depth is not None and self.max_depth < 0:
-            raise ValueError(f"max_depth must be >= 0, got {self.max_depth}")
+        at_least(self, 1, "concurrency", "parse_workers", "per_domain_concurrency")
+        at_least(self, 0, "per_domain_delay", "max_depth")
+        at_least(self, 1, "max_pages", "cron_max_fires", unset="no limit")
+        positive(self, "outage_timeout")
 
 
-def _positive(owner: object, *names: str) -> None:
-    for name in names:
-        if getattr(owner, name) <= 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(owner, name)}")
+_QUEUE_SCHEMES = ("memory", "lmdb", "redis", "rediss", "nats", "kafka")
+_COORDINATION_SCHEMES = ("memory", "lmdb", "redis", "rediss")
+
+
+def _check_scheme(name: str, url: str, schemes: tuple[str, ...], *, example: str) -> None:
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        raise ValueError(f"{name}: expected scheme://…, e.g. {example}, got {url!r}")
+    if scheme not in schemes:
+        known = [s for s in schemes if s != "rediss"]  # `rediss` is `redis` over TLS
+        raise ValueError(
+            f"{name}: unknown scheme {scheme!r}; expected {', '.join(known[:-1])} or {known[-1]}"
+        )
 
 
 class RedisQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -97,7 +104,7 @@ class RedisQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     reconnect_timeout: float = 30.0
 
     def __post_init__(self) -> None:
-        _positive(self, "connect_timeout", "reconnect_timeout")
+        positive(self, "connect_timeout", "reconnect_timeout")
 
 
 class NatsQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -117,7 +124,7 @@ class NatsQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
     timeout: float = 5.0
 
     def __post_init__(self) -> None:
-        _positive(self, "timeout")
+        positive(self, "timeout")
 
 
 class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -131,14 +138,14 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
         fetch_wait: Seconds a fetch waits at the broker for new records (tansu waits most of it; much less
             than 0.05 and tansu answers nearly empty once its partitions grow long).
         reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
-        lanes: Priority lanes created with each topic; another lane is created when first used, and every
-            worker's groups rebalance then.
+        lanes: Priority lanes created with each topic, by `Request.priority` (any 64-bit int: -1 is below
+            the default 0); another lane is created when first used, and every worker's groups rebalance then.
 
     Example:
         >>> KafkaQueueSettings(partitions=0)
         Traceback (most recent call last):
         ...
-        ValueError: partitions must be at least 1, got 0
+        ValueError: partitions: must be at least 1, got 0
     """
 
     partitions: int = 4
@@ -148,25 +155,26 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     lanes: tuple[int, ...] = (-1, 0, 1)
 
     def __post_init__(self) -> None:
-        if self.partitions < 1:
-            raise ValueError(f"partitions must be at least 1, got {self.partitions}")
-        _positive(self, "session_timeout", "fetch_wait", "reconnect_timeout")
+        at_least(self, 1, "partitions")
+        positive(self, "session_timeout", "fetch_wait", "reconnect_timeout")
         for lane in self.lanes:
             if not -(2**63) <= lane < 2**63:
-                raise ValueError(f"lanes must be 64-bit ints, got {lane}")
+                raise ValueError(f"lanes: must be 64-bit ints, got {lane}")
 
 
 class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """Where the queues between stages live.
 
     Attributes:
-        url: `memory://` (default; one process), or a shared broker: `redis://…`, `nats://…`, `kafka://…`.
-        visibility_timeout: Seconds a leased message may stay unacknowledged before it is redelivered.
+        url: `memory://` (default; one process), `lmdb:///dir` (on disk), or a shared broker: `redis://…`,
+            `nats://…`, `kafka://…`; another scheme fails at start.
+        visibility_timeout: Seconds a leased message may stay unacknowledged before it is redelivered (> 0).
         liveness_timeout: Redis and NATS: seconds after a worker's last sign of life (a heartbeat or lease
             extension, sent every fifth of it) before the others take over what it leased (> 0).
-        max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says.
+        max_attempts: Deliveries of one message before it is dead-lettered whatever the retry policy says
+            (at least 1: the first delivery).
         spill_threshold: In memory: requests kept as objects before new ones spill to a temporary LMDB
-            queue on disk (bounds the memory of a large frontier).
+            queue on disk (bounds the memory of a large frontier; at least 1).
         redis: Options used when `url` is `redis://…` (`[queue.redis]`).
         nats: Options used when `url` is `nats://…` (`[queue.nats]`).
         kafka: Options used when `url` is `kafka://…` (`[queue.kafka]`).
@@ -186,7 +194,11 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     kafka: KafkaQueueSettings = KafkaQueueSettings()
 
     def __post_init__(self) -> None:
-        _positive(self, "liveness_timeout")
+        _check_scheme("url", self.url, _QUEUE_SCHEMES, example="redis://127.0.0.1:6379/0")
+        if self.url.startswith("lmdb://") and not self.url.removeprefix("lmdb://"):
+            raise ValueError("url: lmdb:// needs a directory, e.g. lmdb:///var/crawl/queue")
+        positive(self, "visibility_timeout", "liveness_timeout")
+        at_least(self, 1, "max_attempts", "spill_threshold")
 
 
 class CoordinationSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -196,24 +208,39 @@ class CoordinationSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=Tr
         url: `memory://` (one process), `lmdb:///dir` (processes on one host) or `redis://host:port/db`.
             `None` picks one: in memory for a memory queue, the job dir's LMDB with `crawl.job_dir`, the
             queue's Redis for a Redis queue; NATS and Kafka jobs of several workers need it set (or a
-            shared `crawl.job_dir` on one host).
+            shared `crawl.job_dir` on one host). Another scheme fails at start.
     """
 
     url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.url is not None:
+            _check_scheme("url", self.url, _COORDINATION_SCHEMES, example="redis://127.0.0.1:6379/0")
 
 
 class SinkSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """How items reach sinks.
 
     Attributes:
-        batch_size: Items written to a sink in one call, at most.
-        max_retries: Retries of a failed sink write before the batch is dead-lettered (never dropped).
-        retry_delay: Seconds before the first retry of a failed write; doubles each time.
+        batch_size: Items written to a sink in one call, at most (at least 1).
+        max_retries: Retries of a failed sink write before the batch is dead-lettered, never dropped
+            (0 = dead-lettered at the first failure).
+        retry_delay: Seconds before the first retry of a failed write; doubles each time (0 = at once).
+
+    Example:
+        >>> SinkSettings(batch_size=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size: must be at least 1, got 0
     """
 
     batch_size: int = 500
     max_retries: int = 5
     retry_delay: float = 0.2
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "batch_size")
+        at_least(self, 0, "max_retries", "retry_delay")
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

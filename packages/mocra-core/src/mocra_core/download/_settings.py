@@ -8,6 +8,8 @@ from typing import Literal
 
 import msgspec
 
+from .._bounds import at_least, positive
+
 __all__ = ("DEFAULT_HEADERS", "DownloadSettings")
 
 DEFAULT_HEADERS: dict[str, str] = {
@@ -72,14 +74,9 @@ class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, 
     headers: dict[str, str] = msgspec.field(default_factory=_default_headers)
 
     def __post_init__(self) -> None:
-        for name in ("connect_timeout", "read_timeout", "total_timeout"):
-            value = getattr(self, name)
-            if not value > 0:  # also rejects NaN
-                raise ValueError(f"{name}: must be > 0, got {value!r}")
-        for name, low in (("max_body_bytes", 1), ("max_redirects", 0), ("max_connections", 1)):
-            value = getattr(self, name)
-            if value < low:
-                raise ValueError(f"{name}: must be >= {low}, got {value!r}")
+        positive(self, "connect_timeout", "read_timeout", "total_timeout")
+        at_least(self, 1, "max_body_bytes", "max_connections")
+        at_least(self, 0, "max_redirects")
         if not self.user_agent.strip():
             raise ValueError("user_agent: must not be empty")
         if self.transport not in ("aiohttp", "httpx"):

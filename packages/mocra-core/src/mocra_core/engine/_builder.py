@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..config import Settings
-from ..config._load import convert, parse_override
+from ..config._load import SettingsLayers, parse_override
 from ..middleware import MiddlewareChain
 from ..modules import compile_module
 from ._engine import CrawlResult, Engine, Progress
@@ -150,19 +150,20 @@ class MocraBuilder:
         return self
 
     def build_settings(self) -> Settings:
-        """The settings the run will use (base settings plus overrides)."""
+        """The settings the run will use (base settings plus overrides).
+
+        Raises:
+            ConfigError: an override is invalid; the message names its `builder.set(...)` call.
+        """
         if not self._overrides:
             return self._settings
         import msgspec
 
-        data: dict[str, Any] = msgspec.to_builtins(self._settings)
+        layers = SettingsLayers(msgspec.to_builtins(self._settings))
         for text in self._overrides:
             path, value = parse_override(text)
-            node = data
-            for part in path[:-1]:
-                node = node.setdefault(part, {})
-            node[path[-1]] = value
-        return convert(data, source="builder.set()")
+            layers.set(path, value, source=f"builder.set({text!r})")
+        return layers.convert(source="builder.settings()")
 
     def build(self) -> Engine:
         """Build the engine without running it."""
