@@ -44,22 +44,20 @@ def _cmd_version(_: argparse.Namespace) -> int:
 
 
 def _builder(args: argparse.Namespace) -> object:
-    from mocra_core import Mocra, Settings
+    from mocra_core import Mocra
+    from mocra_core.config import load
 
-    builder = Mocra.builder()
-    if args.config:
-        builder.settings(Settings.from_toml(args.config))
-    else:
-        from mocra_core.config import load
-
-        builder.settings(load(None, overrides=[]))  # MOCRA_* environment variables
-    builder.set(*args.set)
-    if args.queue:
-        builder.set(f"queue.url={args.queue}")
-    if args.job:
-        builder.set(f"crawl.job={args.job}")
-    if args.job_dir:
-        builder.job_dir(args.job_dir)
+    flags = [  # the options that stand for a setting; an error names the option
+        (f"{option} {value}", key, value)
+        for option, key, value in (
+            ("--queue", "queue.url", args.queue),
+            ("--job", "crawl.job", args.job),
+            ("--job-dir", "crawl.job_dir", args.job_dir),
+        )
+        if value
+    ]
+    builder = Mocra.builder()  # file, then MOCRA_* variables, then -s, then the options, validated once
+    builder.settings(load(args.config, overrides=args.set, flags=flags))
     if getattr(args, "cluster", False):
         from mocra_core.engine import cluster_from_env
 

@@ -130,5 +130,7 @@ def job_queues(args: argparse.Namespace) -> JobQueues:
         return JobDirQueues(args.job_dir)
     from mocra_core.config import load
 
-    settings = load(args.config, overrides=[*args.set, f"queue.url={args.queue}"])
+    settings = load(
+        args.config, overrides=args.set, flags=[(f"--queue {args.queue}", "queue.url", args.queue)]
+    )
     return BrokerQueues(settings, args.job or settings.crawl.job or "")
