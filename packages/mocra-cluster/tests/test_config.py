@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from mocra_cluster import ClusterConfig, ClusterConfigError, RaftTuning
@@ -86,3 +87,24 @@ def test_tuning_is_checked_and_mapped_to_pysyncobj() -> None:
         RaftTuning(connection_timeout=0.5)
     with pytest.raises(ValueError, match="commit_timeout must be positive"):
         RaftTuning(commit_timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("max_frame_bytes", 1000, "expected 1 MiB to 2 GiB, got 1000"),
+        ("max_frame_bytes", 1 << 31, "expected 1 MiB to 2 GiB, got 2147483648"),
+        ("max_pending_connections", 0, "expected at least 1, got 0"),
+        ("handshake_timeout", 0.0, "expected a positive number of seconds, got 0.0"),
+    ],
+)
+def test_peer_limits_are_checked_by_name(field: str, value: object, problem: str) -> None:
+    config = ClusterConfig.bootstrap("a", "127.0.0.1:7100", "/tmp/a", password="pw")
+    with pytest.raises(ClusterConfigError, match=f"^{field}: {problem}$") as refused:
+        msgspec.structs.replace(config, **{field: value})
+    assert refused.value.key == field
+    assert (config.max_frame_bytes, config.max_pending_connections, config.handshake_timeout) == (
+        16 << 20,
+        32,
+        2.0,
+    )

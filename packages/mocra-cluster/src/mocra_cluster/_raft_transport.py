@@ -14,7 +14,9 @@ that trickles a byte now and then is never timed out. One such connection stalls
   connection is proven, so neither the Raft thread nor the buffer is held by one peer;
 * counts a connection as *authenticated* once it has delivered a signed frame carrying the random
   key this side generated for it (pysyncobj's key exchange): a recorded frame replayed from another
-  connection cannot do that.
+  connection cannot do that. That frame too is handshake-sized: in pysyncobj's protocol it is the
+  peer's address, a utility command (`["status"]`, `["add", addr]`) or, on a connection this side
+  opened, the peer's own key.
 
 `GuardedTransport` builds its server and its connections from these, keeps at most
 `max_pending_connections` incoming connections unauthenticated (a new one closes the oldest, so a
@@ -54,6 +56,7 @@ _LENGTH = struct.Struct("i")  # pysyncobj's length prefix: a native signed 32-bi
 _READ_CHUNKS = 16
 """recv() calls per poll event: one peer cannot hold the Raft thread while others wait."""
 _BACKLOG = 64
+_ACCEPTS_PER_EVENT = 16
 _BROKEN_LISTENER = frozenset({errno.EBADF, errno.EINVAL, errno.ENOTSOCK})
 
 
@@ -248,16 +251,21 @@ class GuardedServer:
         if event & POLL_EVENT_TYPE.ERROR:
             self.unbind()
             return
+        for _ in range(_ACCEPTS_PER_EVENT):
+            if self._socket is None or not self._accept_one(self._socket):
+                return
+
+    def _accept_one(self, listener: socket.socket) -> bool:
         try:
-            sock, _ = self._socket.accept()
+            sock, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError as exc:
             if exc.errno in _BROKEN_LISTENER:
                 self.unbind()
             else:  # EMFILE, ENFILE, ENOBUFS, ECONNABORTED...: this connection only
                 logger.warning("cannot accept a Raft connection: %s", exc)
-            return
+            return False
         self._tune(sock)
         self._on_connection(
             GuardedConnection(
@@ -270,6 +278,7 @@ class GuardedServer:
                 keepalive=self._conf.tcp_keepalive,
             )
         )
+        return True
 
 
 class GuardedTransport(TCPTransport):  # type: ignore[misc]  # pysyncobj is untyped
