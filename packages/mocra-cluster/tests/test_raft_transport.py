@@ -7,7 +7,7 @@ import socket
 import struct
 import time
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 from pysyncobj import pickle  # type: ignore[import-untyped]
@@ -23,8 +23,15 @@ if TYPE_CHECKING:
 AUTH = MessageAuthenticator("pw")
 
 
+class Pair(NamedTuple):
+    conn: GuardedConnection
+    theirs: socket.socket
+    received: list[object]
+    poller: Any
+
+
 @pytest.fixture
-def pair() -> Iterator[tuple[GuardedConnection, socket.socket, list[object], object]]:
+def pair() -> Iterator[Pair]:
     """A GuardedConnection (1 MiB frames) on one end of a socket pair; the other end for the test."""
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
@@ -33,7 +40,7 @@ def pair() -> Iterator[tuple[GuardedConnection, socket.socket, list[object], obj
     conn = GuardedConnection(poller, max_frame_bytes=1 << 20, socket=ours, timeout=10.0)
     conn.encryptor = AUTH
     conn.setOnMessageReceivedCallback(received.append)
-    yield conn, theirs, received, poller
+    yield Pair(conn, theirs, received, poller)
     conn.disconnect()
     theirs.close()
 
@@ -44,12 +51,12 @@ def frame(message: object, rand_key: bytes | None = None, auth: MessageAuthentic
     return struct.pack("i", len(data)) + data
 
 
-def pump(poller: object, rounds: int = 20) -> None:
+def pump(poller: Any, rounds: int = 20) -> None:
     for _ in range(rounds):
-        poller.poll(0.01)  # type: ignore[attr-defined]
+        poller.poll(0.01)
 
 
-def feed(theirs: socket.socket, data: bytes, poller: object) -> None:
+def feed(theirs: socket.socket, data: bytes, poller: Any) -> None:
     """Send `data` while the connection reads it (a socket pair buffers little)."""
     theirs.setblocking(False)
     view = memoryview(data)
@@ -63,7 +70,7 @@ def feed(theirs: socket.socket, data: bytes, poller: object) -> None:
     raise AssertionError("the connection stopped reading")
 
 
-def test_a_huge_length_prefix_closes_before_the_body_is_read(pair: tuple) -> None:  # type: ignore[type-arg]
+def test_a_huge_length_prefix_closes_before_the_body_is_read(pair: Pair) -> None:
     conn, theirs, received, poller = pair
     theirs.sendall(struct.pack("i", 2**31 - 1) + bytes(1 << 16))
     pump(poller)
@@ -71,14 +78,14 @@ def test_a_huge_length_prefix_closes_before_the_body_is_read(pair: tuple) -> Non
     assert len(conn._inbox) == 0 and received == []
 
 
-def test_before_the_key_exchange_frames_are_handshake_sized(pair: tuple) -> None:  # type: ignore[type-arg]
+def test_before_the_key_exchange_frames_are_handshake_sized(pair: Pair) -> None:
     conn, theirs, received, poller = pair
     theirs.sendall(struct.pack("i", HANDSHAKE_FRAME_BYTES + 1) + bytes(100))
     pump(poller)
     assert conn.state == CONNECTION_STATE.DISCONNECTED
 
 
-def test_after_the_key_exchange_frames_up_to_the_limit_pass(pair: tuple) -> None:  # type: ignore[type-arg]
+def test_after_the_key_exchange_frames_up_to_the_limit_pass(pair: Pair) -> None:
     conn, theirs, received, poller = pair
     theirs.sendall(frame(os.urandom(32)))  # their key: signed, but it could be a replay
     pump(poller)
@@ -96,7 +103,7 @@ def test_after_the_key_exchange_frames_up_to_the_limit_pass(pair: tuple) -> None
     assert conn.state == CONNECTION_STATE.DISCONNECTED and received[3:] == []
 
 
-def test_a_wrongly_signed_frame_closes_the_connection(pair: tuple) -> None:  # type: ignore[type-arg]
+def test_a_wrongly_signed_frame_closes_the_connection(pair: Pair) -> None:
     conn, theirs, received, poller = pair
     theirs.sendall(frame(os.urandom(32), auth=MessageAuthenticator("guess")))
     pump(poller)
