@@ -181,21 +181,25 @@ async def test_a_lane_rings_its_bell_once_a_second_and_a_key_every_time(namespac
     assert len([bell for bell in rung if bell.startswith(b"k")]) == 2
 
 
-async def test_workers_that_disagree_on_the_visibility_timeout_are_warned(
+async def test_workers_that_disagree_on_the_ack_wait_are_warned(
     namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with (
         open_(namespace, visibility_timeout=30) as first,
-        open_(namespace, visibility_timeout=30) as same,
+        open_(namespace, visibility_timeout=60) as same,  # the same ack_wait: the liveness timeout, 10 s
     ):
         await first.publish(T, ["a"])
         await take(first)
         await take(same)
         assert "disagree" not in caplog.text
-        async with open_(namespace, visibility_timeout=5) as other:
+        async with open_(namespace, visibility_timeout=5) as other:  # the shorter one is the ack_wait
             await take(other)
 
-    assert "disagree on queue.visibility_timeout: 30 s before, 5 s for this one" in caplog.text
+    assert (
+        "disagree on the consumers' ack_wait (queue.liveness_timeout, or queue.visibility_timeout if shorter)"
+        in caplog.text
+    )
+    assert ": 10 s before, 5 s for this one" in caplog.text
 
 
 async def test_concurrent_acks_share_a_round_trip(namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:

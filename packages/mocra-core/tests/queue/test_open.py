@@ -18,6 +18,7 @@ from mocra_core.queue import (
     LmdbQueue,
     MemoryQueue,
     MsgpackCodec,
+    NatsJetStreamQueue,
     RedisStreamsQueue,
     open_queue,
 )
@@ -110,8 +111,19 @@ def test_redis_settings_reach_the_queue() -> None:
     assert (queue._store._connect_timeout, queue._store._reconnect_timeout) == (0.5, 2)
 
 
+def test_the_liveness_timeout_reaches_redis_and_nats_queues() -> None:
+    for url in (REDIS_URL, NATS_URL):
+        queue = open_queue(url, codec=MsgpackCodec(), options=_options(url, "queue.liveness_timeout=4"))
+        assert isinstance(queue, RedisStreamsQueue | NatsJetStreamQueue)
+        assert queue.liveness_timeout == 4
+
+
 def test_options_of_another_backend_are_not_passed() -> None:
-    assert _options(NATS_URL, "queue.kafka.partitions=3") == {"storage": "file", "timeout": 5.0}
+    assert _options(NATS_URL, "queue.kafka.partitions=3") == {
+        "storage": "file",
+        "timeout": 5.0,
+        "liveness_timeout": 10.0,
+    }
     assert _options("memory://", "queue.kafka.partitions=3") == {}
 
 

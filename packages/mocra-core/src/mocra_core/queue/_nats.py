@@ -7,14 +7,17 @@ How the contract maps onto JetStream (names in `_nats_wire.Names`):
   ready, delayed or leased. Unkeyed messages go to `{ns}.q.{topic}.l.{lane}`, keyed ones to
   `{ns}.q.{topic}.k.{hash of the key}` (all lanes of a key on one subject).
 - **Consumers**: a durable pull consumer per (topic, group, lane) and per (topic, group, key), explicit
-  ack, `ack_wait = visibility_timeout`, unlimited deliveries. A second group on a topic is refused (a work
-  queue stream hands each message to one consumer). Workers must agree on `visibility_timeout`.
-- **Visibility timeout**: the server redelivers what is not acked within `ack_wait`. `attempt` is the
-  envelope's attempt plus the server's delivery count minus one, so expired leases and nacks both count;
-  a message seen with `attempt > max_attempts` (its last lease expired) is dead-lettered then. A lease
-  ends locally a little earlier (`min(10 %, 1 s)`), and `ack`/`nack`/`dead_letter` of a delivery whose
-  lease ended (or that was ended already) do nothing: JetStream itself accepts an ack of an expired
-  delivery even after redelivering it.
+  ack, `ack_wait = min(liveness_timeout, visibility_timeout)`, unlimited deliveries. A second group on a
+  topic is refused (a work queue stream hands each message to one consumer). Workers must agree on both.
+- **Liveness and visibility timeout**: the server redelivers what is not acked within `ack_wait`. While
+  the queue is open its `LeaseKeeper` sends an in-progress ack (`+WPI`, one batch per `ack_wait / 5`) for
+  each message it holds (leased or buffered) whose lease is `ack_wait / 3` old, until `visibility_timeout`
+  since delivery: a live worker keeps its leases that long, a killed one's come back within `ack_wait`.
+  `attempt` is the envelope's attempt plus the server's delivery count minus one (expired leases and
+  nacks both count); one seen with `attempt > max_attempts` is dead-lettered then. A lease ends locally a
+  little earlier (`min(10 % of ack_wait, 1 s)`); `ack`/`nack`/`dead_letter` of a delivery whose lease
+  ended (or that was ended already) do nothing: JetStream accepts an ack of an expired delivery even
+  after redelivering it.
 - **nack** is `-NAK` with the delay. A **delayed publish** carries its due time in a `Mocra-Due` header;
   its first delivery is held back with `-NAK {"delay": ...}` and not counted as an attempt.
 - **Priority lanes**: `consume` fetches lanes from the highest down with `no_wait` pull requests for
@@ -50,25 +53,24 @@ to a process that then closed, or that sat in its buffer until its lease ran out
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import secrets
 import time
 from typing import TYPE_CHECKING
 
 import anyio
-import msgspec
 
-from .._errors import BackendError, redact
+from .._errors import redact
 from .._gather import Gather
 from ._checks import check_limits, check_max_messages, check_payloads
 from ._envelope import Envelope, pack
+from ._lease_keeper import LeaseKeeper, check_liveness
 from ._nats_dlq import DeadLetterStore
 from ._nats_lease import Lease, Leases
 from ._nats_pending import consumers_of, count_pending
 from ._nats_pull import Puller
 from ._nats_setup import Api, connect, ensure_streams
-from ._nats_wire import DUE_HEADER, Names, Raw, Replies, key_token, status_of
+from ._nats_wire import DUE_HEADER, Names, Raw, Replies, check_stored, check_topic, key_token
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,7 +78,6 @@ if TYPE_CHECKING:
     from typing import Literal, Self
 
     from nats.aio.client import Client
-    from nats.aio.msg import Msg
     from nats.js import JetStreamContext
 
     from ._codec import Codec
@@ -105,6 +106,8 @@ class NatsJetStreamQueue:
         storage: `"file"` (survives a server restart) or `"memory"` for the streams it creates.
         timeout: Seconds to connect at start and to wait for the server's answer to one call (an outage
             shorter than that is ridden out: calls are retried after the reconnect).
+        liveness_timeout: Seconds the server waits for a sign of life (an ack or an in-progress ack,
+            sent every fifth of it while the queue is open) before it hands a message to another worker.
 
     Raises:
         BackendUnavailable: (on `async with`) the server cannot be reached within `timeout`.
@@ -139,13 +142,17 @@ class NatsJetStreamQueue:
         max_attempts: int = 5,
         storage: Literal["file", "memory"] = "file",
         timeout: float = 5.0,
+        liveness_timeout: float = 10.0,
     ) -> None:
         check_limits(visibility_timeout, max_attempts)
+        check_liveness(liveness_timeout)
         if storage not in ("file", "memory"):
             raise ValueError(f"storage must be 'file' or 'memory', got {storage!r}")
         self.url = url
         self.names = Names(namespace)
         self.visibility_timeout = visibility_timeout
+        self.liveness_timeout = liveness_timeout
+        self.ack_wait = min(liveness_timeout, visibility_timeout)
         self.max_attempts = max_attempts
         self._codec = codec
         self._storage = storage
@@ -157,8 +164,13 @@ class NatsJetStreamQueue:
         self._pullers: dict[tuple[str, str], Puller] = {}
         self._starting: dict[tuple[str, str], anyio.Lock] = {}
         self._leases = Leases(
-            codec, visibility_timeout=visibility_timeout, max_attempts=max_attempts, clock=self._clock
+            codec,
+            visibility_timeout=visibility_timeout,
+            ack_wait=self.ack_wait,
+            max_attempts=max_attempts,
+            clock=self._clock,
         )
+        self._keeper = LeaseKeeper(self._renew, every=self.ack_wait / 5, what=f"nats {redact(url)}")
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._replies: Replies | None = None
@@ -174,6 +186,11 @@ class NatsJetStreamQueue:
 
     async def __aenter__(self) -> Self:
         await self._connect()
+        try:
+            await self._keeper.start()
+        except BaseException:
+            await self.aclose()
+            raise
         return self
 
     async def __aexit__(
@@ -183,6 +200,17 @@ class NatsJetStreamQueue:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+        await self._keeper.stop()
+
+    async def _renew(self) -> None:
+        """Extend the server's lease of every message this process holds whose renewal is due (one batch)."""
+        _, replies = self._check()
+        now = self._clock()
+        raws = self._leases.to_renew(now, [puller.buffer for puller in self._pullers.values()])
+        if raws:
+            await replies.request_all([(raw.ack, b"+WPI", None) for raw in raws], self._api.timeout)
+            for raw in raws:
+                raw.renewed = now
 
     async def _connect(self) -> None:
         async def on_reconnect() -> None:
@@ -210,6 +238,7 @@ class NatsJetStreamQueue:
         if self._closed:
             return
         self._closed = self._api.closed = True
+        self._keeper.cancel()
         nc = self._nc
         with anyio.CancelScope(shield=True):
             handed_back: list[Raw] = []
@@ -246,7 +275,7 @@ class NatsJetStreamQueue:
     ) -> None:
         """Add `payloads` to `topic`, in order (see `QueueBackend.publish`); one round trip per batch."""
         nc, replies = self._check()
-        _check_topic(topic)
+        check_topic(topic)
         check_payloads(payloads)
         if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
             raise ValueError(f"priority must be a 64-bit int, got {priority!r}")
@@ -283,7 +312,7 @@ class NatsJetStreamQueue:
         stored = await replies.request_all(
             requests, self._api.timeout, keep=True, then=self._ring(topic, bell, lane=key is None)
         )
-        _check_stored(self.url, stored)
+        check_stored(self.url, stored)
 
     def _ring(self, topic: str, bell: str, *, lane: bool) -> tuple[str, bytes] | None:
         """The bell that wakes consumers new to this lane or key; a lane's rings at most once a second.
@@ -307,7 +336,7 @@ class NatsJetStreamQueue:
         puller = self._pullers.get((topic, group))
         if puller is not None:
             return puller
-        _check_topic(topic)
+        check_topic(topic)
         if any(t == topic for t, _ in self._pullers):
             other = next(g for t, g in self._pullers if t == topic)
             raise ValueError(f"topic {topic!r} is consumed by group {other!r}, not {group!r}")
@@ -323,6 +352,7 @@ class NatsJetStreamQueue:
                     topic,
                     group,
                     visibility_timeout=self.visibility_timeout,
+                    ack_wait=self.ack_wait,
                     clock=self._clock,
                     call=self._api,
                 )
@@ -417,7 +447,7 @@ class NatsJetStreamQueue:
         _, replies = self._check()
         assert self._dlq is not None
         requests = [self._dlq.entry(topic, raw, attempt, reason) for raw, attempt, reason in dead]
-        _check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
+        check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
         await replies.request_all([(raw.ack, b"+ACK", None) for raw, _, _ in dead], self._api.timeout)
 
     # -- the DLQ and accounting ----------------------------------------------------------------------
@@ -425,14 +455,14 @@ class NatsJetStreamQueue:
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """Read up to `limit` dead letters of `topic`, oldest first."""
         self._check()
-        _check_topic(topic)
+        check_topic(topic)
         assert self._dlq is not None
         return [letter for _, letter, _ in await self._dlq.read(topic, limit)]
 
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
         """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
         nc, replies = self._check()
-        _check_topic(topic)
+        check_topic(topic)
         assert self._dlq is not None
         entries = await self._dlq.read(topic, None)
         if ids is not None:
@@ -440,18 +470,8 @@ class NatsJetStreamQueue:
             entries = [entry for entry in entries if entry[1].id in wanted]
         if not entries:
             return 0
-        requests: list[tuple[str, bytes, dict[str, str] | None]] = []
-        bells: set[str] = set()
-        for _, _letter, env in entries:
-            if env.key is None:
-                subject, bell = self.names.lane_subject(topic, env.priority), f"l{env.priority}"
-            else:
-                kt = key_token(env.key)
-                subject, bell = self.names.key_subject(topic, kt), f"k{kt}"
-            fresh = msgspec.structs.replace(env, attempt=1, reason=None, failed_at=None)
-            requests.append((subject, pack(fresh), None))
-            bells.add(bell)
-        _check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
+        requests, bells = self._dlq.replays(topic, entries)
+        check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
         await self._dlq.delete([seq for seq, _, _ in entries])
         for bell in sorted(bells):
             await nc.publish(self.names.bell_subject(topic), bell.encode())
@@ -465,7 +485,7 @@ class NatsJetStreamQueue:
         stream whose ack its consumer recorded: they are never delivered again, and are not counted.)
         """
         self._check()
-        _check_topic(topic)
+        check_topic(topic)
         js, names = self._js, self.names
         assert js is not None
         info = await self._api(
@@ -477,21 +497,3 @@ class NatsJetStreamQueue:
             return 0
         consumers = await self._api("count messages", lambda: consumers_of(js, names.work_stream))
         return count_pending(stored, consumers)
-
-
-def _check_topic(topic: str) -> None:
-    if not isinstance(topic, str) or not topic or "\0" in topic:
-        raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
-
-
-def _check_stored(url: str, replies: list[Msg | None]) -> None:
-    """Raise if a JetStream publish was refused."""
-    for reply in replies:
-        if reply is None:
-            continue
-        status = status_of(reply)
-        if status is not None:
-            raise BackendError("nats", url, f"publish refused: status {status} (no stream for the subject?)")
-        if b'"error"' in reply.data:
-            error = json.loads(reply.data).get("error", {})
-            raise BackendError("nats", url, f"publish refused: {error.get('description', error)}")

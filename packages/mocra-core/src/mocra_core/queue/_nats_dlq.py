@@ -12,7 +12,7 @@ import nats.js.errors
 from .._errors import PoisonMessage
 from ._delivery import DeadLetter
 from ._envelope import Envelope, pack, unpack
-from ._nats_wire import POISON_HEADER
+from ._nats_wire import POISON_HEADER, key_token
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,6 +27,8 @@ __all__ = ("DeadLetterStore",)
 
 Entry = tuple[int, DeadLetter, Envelope]
 """A DLQ entry: its sequence in the DLQ stream, what `dead_letters` shows, the envelope to replay."""
+Request = tuple[str, bytes, "dict[str, str] | None"]
+"""A publish request for `Replies.request_all`: subject, payload, headers."""
 
 
 class DeadLetterStore:
@@ -100,6 +102,21 @@ class DeadLetterStore:
             env.created,
         )
         return seq, letter, env
+
+    def replays(self, topic: str, entries: Sequence[Entry]) -> tuple[list[Request], set[str]]:
+        """The publish requests that put `entries` back on `topic` with attempt 1, and the bells to ring."""
+        requests: list[Request] = []
+        bells: set[str] = set()
+        for _, _letter, env in entries:
+            if env.key is None:
+                subject, bell = self._names.lane_subject(topic, env.priority), f"l{env.priority}"
+            else:
+                kt = key_token(env.key)
+                subject, bell = self._names.key_subject(topic, kt), f"k{kt}"
+            fresh = msgspec.structs.replace(env, attempt=1, reason=None, failed_at=None)
+            requests.append((subject, pack(fresh), None))
+            bells.add(bell)
+        return requests, bells
 
     async def delete(self, seqs: Sequence[int]) -> None:
         """Remove entries (replayed) from the DLQ stream."""

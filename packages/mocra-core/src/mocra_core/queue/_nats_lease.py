@@ -1,4 +1,10 @@
-"""`Leases`: the deliveries a `NatsJetStreamQueue` handed out, and the rules that make them."""
+"""`Leases`: the deliveries a `NatsJetStreamQueue` handed out, and the rules that make them.
+
+A server lease lasts `ack_wait` seconds (the liveness timeout, or the visibility timeout if shorter) from
+its delivery or its last in-progress ack; the queue's lease keeper renews what this process holds while
+it lives, until the visibility timeout since delivery has passed. So a killed worker's messages come back
+within `ack_wait`, and a live one keeps them up to the visibility timeout.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from ._delivery import Delivery
 from ._waiters import new_lease_token
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ._codec import Codec
     from ._nats_pull import Puller
@@ -21,12 +27,11 @@ __all__ = ("Admitted", "Lease", "Leases")
 class Lease:
     """A delivery this process handed out: what it needs to ack, nack or dead-letter it."""
 
-    __slots__ = ("attempt", "deadline", "puller", "raw")
+    __slots__ = ("attempt", "puller", "raw")
 
-    def __init__(self, raw: Raw, attempt: int, deadline: float, puller: Puller) -> None:
+    def __init__(self, raw: Raw, attempt: int, puller: Puller) -> None:
         self.raw = raw
         self.attempt = attempt
-        self.deadline = deadline  # by this process's clock, a margin before the server's ack wait ends
         self.puller = puller
 
 
@@ -54,13 +59,16 @@ class Leases:
         codec: Codec,
         *,
         visibility_timeout: float,
+        ack_wait: float,
         max_attempts: int,
         clock: Callable[[], float],
     ) -> None:
         self._decode = codec.decode
         self.visibility_timeout = visibility_timeout
+        self.ack_wait = ack_wait
         self.max_attempts = max_attempts
-        self.margin = min(0.1 * visibility_timeout, 1.0)
+        self.margin = min(0.1 * ack_wait, 1.0)
+        self._renew_after = ack_wait / 3  # a lease this old (since delivery or renewal) is renewed
         self._clock = clock
         self._leases: dict[int, Lease] = {}
         self._sweep_at = 0.0
@@ -68,15 +76,30 @@ class Leases:
     def __len__(self) -> int:
         return len(self._leases)
 
+    def expiry(self, raw: Raw) -> float:
+        """When this process stops trusting its lease of `raw` (its clock), a margin before the server's."""
+        return min(raw.received + self.visibility_timeout, raw.renewed + self.ack_wait) - self.margin
+
+    def renewable(self, raw: Raw, now: float) -> bool:
+        """Whether an in-progress ack for `raw` is due now and would lengthen its lease."""
+        return (
+            raw.renewed + self._renew_after <= now < self.expiry(raw)
+            and raw.renewed + self.ack_wait < raw.received + self.visibility_timeout
+        )
+
+    def to_renew(self, now: float, buffers: Iterable[list[Raw]]) -> list[Raw]:
+        """The messages of live leases, and those waiting in `buffers`, whose in-progress ack is due."""
+        raws = [lease.raw for lease in self._leases.values() if self.renewable(lease.raw, now)]
+        return raws + [raw for buffer in buffers for raw in buffer if self.renewable(raw, now)]
+
     def admit(self, puller: Puller, raws: list[Raw]) -> Admitted:
         """Sort delivered messages into deliveries (leased now), dead ones and held-back ones."""
         out = Admitted()
         now = self._clock()
         vis, max_attempts = self.visibility_timeout, self.max_attempts
-        latest = now - vis + self.margin
         for raw in raws:
             env = raw.envelope
-            if raw.received < latest:
+            if self.expiry(raw) <= now:
                 continue  # waited in the buffer until its lease ran out: the server redelivers it
             if env is None:
                 out.dead.append((raw, raw.info.delivered, raw.problem or "undecodable"))
@@ -97,7 +120,7 @@ class Leases:
                 out.dead.append((raw, attempt, f"undecodable payload: {exc}"))
                 continue
             token = new_lease_token()
-            self._leases[token] = Lease(raw, attempt, raw.received + vis - self.margin, puller)
+            self._leases[token] = Lease(raw, attempt, puller)
             out.deliveries.append(
                 Delivery(env.id, puller.topic, payload, env.key, env.priority, attempt, env.created, token)
             )
@@ -115,7 +138,7 @@ class Leases:
     def end(self, delivery: Delivery) -> Lease | None:
         """The live lease of `delivery`, removed; `None` if stale (ended already, or past its deadline)."""
         lease = self._leases.pop(delivery._lease, None)
-        if lease is None or lease.deadline <= self._clock() or lease.puller.topic != delivery.topic:
+        if lease is None or self.expiry(lease.raw) <= self._clock() or lease.puller.topic != delivery.topic:
             return None
         return lease
 
@@ -124,6 +147,6 @@ class Leases:
         self._leases.clear()
 
     def _sweep(self, now: float) -> None:
-        self._sweep_at = now + min(self.visibility_timeout, 60.0)
-        for token in [t for t, lease in self._leases.items() if lease.deadline <= now]:
+        self._sweep_at = now + min(self.ack_wait, 60.0)
+        for token in [t for t, lease in self._leases.items() if self.expiry(lease.raw) <= now]:
             del self._leases[token]

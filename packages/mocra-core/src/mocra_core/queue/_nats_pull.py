@@ -73,6 +73,7 @@ class Puller:
         group: str,
         *,
         visibility_timeout: float,
+        ack_wait: float,
         clock: Callable[[], float],
         call: Call,
     ) -> None:
@@ -82,6 +83,7 @@ class Puller:
         self._js = js
         self._names = names
         self._vis = visibility_timeout
+        self._ack_wait = ack_wait  # the server's lease: the lease keeper renews it while we live
         self._clock = clock
         self._call = call
         self._inbox = nc.new_inbox()
@@ -232,7 +234,7 @@ class Puller:
             description=f"mocra topic={self.topic!r} group={self.group!r} {part}"[:256],
             deliver_policy=jsapi.DeliverPolicy.ALL,
             ack_policy=jsapi.AckPolicy.EXPLICIT,
-            ack_wait=self._vis,
+            ack_wait=self._ack_wait,
             max_deliver=-1,
             filter_subject=subject,
             max_ack_pending=max_ack_pending,
@@ -265,12 +267,13 @@ class Puller:
                 return
             raise
         theirs = info.config.ack_wait or 0.0
-        if abs(theirs - self._vis) > 0.01 * self._vis:
+        if abs(theirs - self._ack_wait) > 0.01 * self._ack_wait:
             logger.warning(
-                "nats: workers of %s disagree on queue.visibility_timeout: %g s before, %g s for this one "
-                "(the last to start sets it for all, and a lease may come back while another still works "
-                "on it): give every worker the same",
-                self._names.ns, theirs, self._vis,
+                "nats: workers of %s disagree on the consumers' ack_wait (queue.liveness_timeout, or "
+                "queue.visibility_timeout if shorter): %g s before, %g s for this one (the last to start "
+                "sets it for all, and a lease may come back while another still works on it): give every "
+                "worker the same",
+                self._names.ns, theirs, self._ack_wait,
             )  # fmt: skip
 
     async def _discover(self) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
-from .._errors import BackendUnavailable, PoisonMessage
+from .._errors import BackendError, BackendUnavailable, PoisonMessage
 from ._envelope import Envelope, unpack
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ __all__ = (
     "Names",
     "Raw",
     "Replies",
+    "check_stored",
+    "check_topic",
     "key_token",
     "parse_ack_subject",
     "status_of",
@@ -248,13 +251,14 @@ class Replies:
 class Raw:
     """A message JetStream delivered to this process (leased to it), not yet handed out."""
 
-    __slots__ = ("ack", "data", "due", "envelope", "info", "kt", "priority", "problem", "received")
+    __slots__ = ("ack", "data", "due", "envelope", "info", "kt", "priority", "problem", "received", "renewed")
 
     def __init__(self, msg: Msg, info: AckInfo, kt: str | None, lane: int, received: float) -> None:
         self.ack = msg.reply
         self.info = info
         self.kt = kt
         self.received = received
+        self.renewed = received  # when its server lease last began (delivery, or an in-progress ack sent)
         self.data = msg.data
         headers = msg.headers
         due = headers.get(DUE_HEADER) if headers else None
@@ -270,3 +274,22 @@ class Raw:
     def order(self) -> tuple[int, int]:
         """Sort key: highest lane first, then stream order."""
         return (-self.priority, self.info.seq)
+
+
+def check_topic(topic: str) -> None:
+    """Raise `ValueError` unless `topic` is a non-empty str without NUL."""
+    if not isinstance(topic, str) or not topic or "\0" in topic:
+        raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
+
+
+def check_stored(url: str, replies: list[Msg | None]) -> None:
+    """Raise `BackendError` if a JetStream publish was refused."""
+    for reply in replies:
+        if reply is None:
+            continue
+        status = status_of(reply)
+        if status is not None:
+            raise BackendError("nats", url, f"publish refused: status {status} (no stream for the subject?)")
+        if b'"error"' in reply.data:
+            error = json.loads(reply.data).get("error", {})
+            raise BackendError("nats", url, f"publish refused: {error.get('description', error)}")
