@@ -206,7 +206,9 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         `MOCRA_CLUSTER_PASSWORD` are required. `MOCRA_SEEDS` is a comma-separated address list:
         unset or empty starts a new single-node cluster; a list that contains `MOCRA_CLUSTER_ADDR`
         names the initial voters of a new cluster (give every voter the same list); any other list
-        names members to join through.
+        names members to join through. `MOCRA_CLUSTER_MAX_FRAME_BYTES`,
+        `MOCRA_CLUSTER_MAX_PENDING_CONNECTIONS` and `MOCRA_CLUSTER_HANDSHAKE_TIMEOUT` (optional) set
+        the limits on what peers may send.
 
         Raises:
             ClusterConfigError: a variable is missing or malformed; `key` names it.
@@ -241,5 +243,46 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             [s.strip() for s in env.get("MOCRA_SEEDS", "").split(",") if s.strip()], "MOCRA_SEEDS"
         )
         if not seeds or addr in seeds:
-            return cls.bootstrap(node_id, addr, data_dir, password=password, peers=seeds, tuning=tuning)
-        return cls.join(node_id, addr, data_dir, seed=seeds, password=password, tuning=tuning)
+            config = cls.bootstrap(node_id, addr, data_dir, password=password, peers=seeds, tuning=tuning)
+        else:
+            config = cls.join(node_id, addr, data_dir, seed=seeds, password=password, tuning=tuning)
+        return _with_limits_from_env(config, env)
+
+
+_LIMITS_FROM_ENV = {
+    "MOCRA_CLUSTER_MAX_FRAME_BYTES": ("max_frame_bytes", int),
+    "MOCRA_CLUSTER_MAX_PENDING_CONNECTIONS": ("max_pending_connections", int),
+    "MOCRA_CLUSTER_HANDSHAKE_TIMEOUT": ("handshake_timeout", float),
+}
+
+
+def _with_limits_from_env(config: ClusterConfig, env: Mapping[str, str]) -> ClusterConfig:
+    """`config` with the peer limits that `MOCRA_CLUSTER_*` variables set; an error names the variable.
+
+    Example:
+        >>> config = ClusterConfig.bootstrap("a", "127.0.0.1:7100", "/tmp/a", password="pw")
+        >>> _with_limits_from_env(config, {"MOCRA_CLUSTER_HANDSHAKE_TIMEOUT": "5"}).handshake_timeout
+        5.0
+        >>> for key, bad in [("MAX_FRAME_BYTES", "1kB"), ("MAX_PENDING_CONNECTIONS", "0")]:
+        ...     try:
+        ...         _with_limits_from_env(config, {f"MOCRA_CLUSTER_{key}": bad})
+        ...     except ClusterConfigError as exc:
+        ...         print(exc)
+        MOCRA_CLUSTER_MAX_FRAME_BYTES: expected an integer, got '1kB'
+        MOCRA_CLUSTER_MAX_PENDING_CONNECTIONS: expected at least 1, got 0
+    """
+    for key, (field, kind) in _LIMITS_FROM_ENV.items():
+        raw = env.get(key, "").strip()
+        if not raw:
+            continue
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ClusterConfigError(
+                key, f"expected {'an integer' if kind is int else 'a number'}, got {raw!r}"
+            ) from None
+        try:
+            config = msgspec.structs.replace(config, **{field: value})
+        except ClusterConfigError as exc:
+            raise ClusterConfigError(key, exc.problem) from None
+    return config

@@ -43,6 +43,7 @@ class ClusterConfigError(ClusterError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"{key}: {problem}")
         self.key = key
+        self.problem = problem
 
 
 class ClusterClosed(ClusterError):
