@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from mocra_core import CrawlResult, DataSink
+    from mocra_core.observe import StatsSnapshot
 
 __all__ = ("load_spiders", "make_sink", "make_sinks", "print_summary")
 
@@ -111,11 +112,12 @@ def make_sinks(
 
 
 def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence[str] | None = None) -> None:
-    """Write a short human summary of a run."""
+    """Write a short human summary of a run: its own counts and time, then a resumed job's so far."""
     s = result.stats
     lines = [
         f"{result.reason}: {s.responses} pages, {s.items} items in {s.elapsed:.1f}s "
         f"({s.pages_per_second:.0f} pages/s)",
+        *_job_so_far(result.job),
         f"  requests {s.requests}, retries {s.retries}, errors {s.errors}, "
         f"dead letters {result.dead_letters}",
         f"  status {s.status}",
@@ -138,6 +140,13 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         lines.append(
             "  the job's page budget was spent by its earlier runs: a larger crawl.max_pages goes on"
         )
+    if result.nothing_crawled is not None:
+        lines.append(f"  nothing was crawled: {result.nothing_crawled}")
+        if result.dead_letters:
+            lines.append(
+                "  (with --job-dir or --queue, `mocra dlq list` shows every dead letter and"
+                " `mocra dlq replay` sends them back)"
+            )
     for failure in result.failures[:10]:
         reason = failure.reason.strip().splitlines()[-1] if failure.reason.strip() else "?"
         lines.append(f"  dead letter [{failure.topic}] {failure.url}: {reason}")
@@ -147,3 +156,14 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
     if outputs:
         lines.append(f"  items written to {', '.join(redact(o) for o in outputs)}")
     stream.write("\n".join(lines) + "\n")
+
+
+def _job_so_far(job: StatsSnapshot | None) -> list[str]:
+    """The summary line of a job's runs so far, when this run is not its first."""
+    if job is None or job.runs < 2:
+        return []
+    return [
+        f"  job so far, {job.runs} runs: {job.responses} pages, {job.items} items, {job.errors} errors "
+        f"in {job.elapsed:.1f}s of crawling ({job.pages_per_second:.0f} pages/s); a kill -9 loses the "
+        "counts of pages in flight"
+    ]

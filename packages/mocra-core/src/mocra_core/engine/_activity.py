@@ -10,6 +10,9 @@ Every message a worker handles sits in some topic (ready, delayed or leased) unt
 publishes are done and it acks, so the counts describe a real moment whenever no write of this process
 ran while they were read: `quiet()` before and `unchanged(mark)` after the reads tell exactly that.
 Other workers' writes are not seen here; the engine reads twice, some time apart, for them.
+
+`settled`, if given, is called after every ack, nack and dead-letter that worked: a job dir saves its
+counts there, so they stay in step with the work its queue holds as done.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import TracebackType
     from typing import Self
 
@@ -28,6 +31,10 @@ __all__ = ("ActivityQueue",)
 
 class ActivityQueue:
     """Wraps a `QueueBackend`; counts the writes in flight and the writes done (publish, ack, nack, DLQ).
+
+    Args:
+        inner: The queue.
+        settled: Called after each ack, nack and dead-letter that worked (not after one that raised).
 
     Example:
         >>> import anyio
@@ -41,12 +48,13 @@ class ActivityQueue:
         (True, False)
     """
 
-    __slots__ = ("_busy", "_done", "inner")
+    __slots__ = ("_busy", "_done", "_settled", "inner")
 
-    def __init__(self, inner: QueueBackend) -> None:
+    def __init__(self, inner: QueueBackend, *, settled: Callable[[], None] | None = None) -> None:
         self.inner = inner
         self._busy = 0
         self._done = 0
+        self._settled = settled
 
     def quiet(self) -> int | None:
         """A mark to pass to `unchanged`, or None while a write of this process is in flight."""
@@ -87,6 +95,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._settled is not None:
+            self._settled()
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """`QueueBackend.nack`, counted."""
@@ -96,6 +106,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._settled is not None:
+            self._settled()
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """`QueueBackend.dead_letter`, counted."""
@@ -105,6 +117,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._settled is not None:
+            self._settled()
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """`QueueBackend.dead_letters`."""

@@ -38,6 +38,7 @@ from ._items import ItemWriter
 from ._jobdir import JobDir
 from ._login import LoginManager
 from ._outage import Outage
+from ._outcome import why_nothing_crawled
 from ._parse import ParseStage
 from ._router import Router
 from ._runbook import RunBook
@@ -108,24 +109,31 @@ class CrawlResult(msgspec.Struct, kw_only=True):
             `max_pages` (the page budget was reached), `unavailable` (the broker or shared store did not
             answer for `crawl.outage_timeout` seconds; what this worker held comes back to the others),
             `lost` (the job's shared state vanished mid-run: a store restarted without persistence).
-        stats: Counters of the run (for a resumed job: of the whole job).
+        stats: Counters of this run.
+        job: With `crawl.job_dir`: counters of the job so far, this run and its earlier ones (`runs`;
+            `elapsed` is their crawling time). A `kill -9` loses the counts of the work then in flight
+            (which the next run does again and counts), and up to a second of crawling time.
         dead_letters: Entries in the dead-letter queues at the end.
         failures: The first 1,000 of those entries (with `--job-dir`, `mocra dlq list` shows them all and
             `mocra dlq replay` sends them back).
         rejected: The first 100 URLs seeded by `start` / `generate` that could not be crawled, each with
             why (they are counted as dropped, `invalid_url`).
+        nothing_crawled: Why a run that had work parsed no page (every start URL was invalid, or all its
+            requests were dead-lettered); None otherwise (`mocra run` then exits 3).
     """
 
     reason: StopReason
     stats: StatsSnapshot
+    job: StatsSnapshot | None = None
     dead_letters: int = 0
     failures: list[Failure] = []
     rejected: list[str] = []
+    nothing_crawled: str | None = None
 
     @property
     def ok(self) -> bool:
-        """True when the run finished and nothing went to the dead-letter queue."""
-        return self.reason == "finished" and self.dead_letters == 0
+        """True when the run finished, crawled what it had to, and nothing went to the dead-letter queue."""
+        return self.reason == "finished" and self.dead_letters == 0 and self.nothing_crawled is None
 
 
 class Engine:
@@ -184,7 +192,7 @@ class Engine:
                 stack.callback(job.close)
                 previous = job.load_stats()
                 if previous is not None:
-                    self._stats.restore(previous)
+                    self._stats.resume(previous)
                     logger.info("resuming job in %s", job.path)
             name = job_name(settings, list(self._modules))
             # a cluster: this node's Raft plane holds the job's state (coordination, seen set, ownership)
@@ -195,7 +203,10 @@ class Engine:
             )
             if plane is not None and self._ownership is None:
                 self._ownership = ControlPlaneOwnership(plane)
-            queue = await stack.enter_async_context(ActivityQueue(open_queue_for(settings, job, name)))
+            settled = None if job is None else job.counts_saver(self._stats)  # after every ack
+            queue = await stack.enter_async_context(
+                ActivityQueue(open_queue_for(settings, job, name), settled=settled)
+            )
             self._queue = queue
             coordination = await stack.enter_async_context(
                 open_coordination(settings, job, name, plane=plane)
@@ -211,7 +222,7 @@ class Engine:
                 settings.crawl.max_pages,
                 coordination,
                 shared=is_shared(settings) or plane is not None,
-                used=self._stats.requests,
+                used=self._stats.earlier.requests,
             )
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
@@ -228,7 +239,9 @@ class Engine:
                 else None
             )
             local = DomainLimiter(
-                concurrency=settings.crawl.per_domain_concurrency, delay=settings.crawl.per_domain_delay
+                concurrency=settings.crawl.per_domain_concurrency,
+                delay=settings.crawl.per_domain_delay,
+                max_backoff=settings.retry.max_domain_backoff,
             )
             # job-wide politeness for the workers of a shared queue (a cluster: each node's share instead)
             gate = open_gate(settings, job, name, cluster=plane is not None)
@@ -276,15 +289,23 @@ class Engine:
             )
             failures, dead = ([], 0) if reason in ("unavailable", "lost") else await _dead_letters(queue)
             snapshot = self._stats.snapshot()
+            so_far = None
             if job is not None:
-                job.save_stats(snapshot)
+                so_far = self._stats.job_snapshot()
+                job.save_stats(so_far)
         logger.info("run %s: %s", reason, snapshot.to_dict())
         return CrawlResult(
             reason=reason,
             stats=snapshot,
+            job=so_far,
             dead_letters=dead,
             failures=failures,
             rejected=stages.generate.rejected,
+            nothing_crawled=why_nothing_crawled(
+                snapshot, parsed=stages.parse.parsed, rejected=stages.generate.rejected
+            )
+            if reason in ("finished", "max_pages")
+            else None,
         )
 
     async def _run_stages(
@@ -380,7 +401,7 @@ class Engine:
             await anyio.sleep(interval)
             snapshot = self._stats.snapshot()
             if job is not None:
-                job.save_stats(snapshot)
+                job.save_stats(self._stats.job_snapshot())
             if progress is not None:
                 try:
                     queued = {topic: await self._queue.pending(topic) for topic in TOPICS}

@@ -16,11 +16,15 @@ from ..queue import LmdbQueue
 from ._codec import EngineCodec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..config import QueueSettings
+    from ..observe import Stats
 
 __all__ = ("JobDir",)
 
-_STATS = b"stats"
+_STATS = b"stats"  # the job's counts, per-domain counts included: saved once a second and at the end
+_COUNTS = b"counts"  # the same but the per-domain counts: saved after every ack too
 
 
 class JobDir:
@@ -29,9 +33,12 @@ class JobDir:
     - `queue/`: every stage's queue (LMDB); leases held by a dead process come back on open.
     - `seen/`: the fingerprints already admitted (LMDB).
     - `coordination/`: gates, stop signals and fan-in bookkeeping of module runs (LMDB).
-    - `state/`: stats (LMDB).
+    - `state/`: the job's stats (LMDB).
 
-    Writes are not fsynced (`sync=False`): they survive the process being killed, not a power cut.
+    Writes are not fsynced (`sync=False`): they survive the process being killed, not a power cut. The
+    job's counts are saved after every ack (`save_counts`), so a kill loses only those of the work then
+    in flight, which the next run does again and counts; per-domain counts and crawl time are saved once
+    a second (`save_stats`).
     """
 
     def __init__(self, path: str | pathlib.Path) -> None:
@@ -82,15 +89,30 @@ class JobDir:
         return self._state
 
     def load_stats(self) -> StatsSnapshot | None:
-        """The stats saved by the previous run, if any."""
+        """The job's stats as its last run saved them, if any: its counts, with the per-domain ones."""
         with self._env().begin() as txn:
-            raw = txn.get(_STATS)
-        return None if raw is None else msgspec.msgpack.decode(raw, type=StatsSnapshot)
+            full, counts = txn.get(_STATS), txn.get(_COUNTS)
+        stats = None if full is None else msgspec.msgpack.decode(full, type=StatsSnapshot)
+        if counts is None:  # none saved yet, or by an older mocra
+            return stats
+        domains = {} if stats is None else stats.domains  # they may lag the counts by a second
+        return msgspec.structs.replace(msgspec.msgpack.decode(counts, type=StatsSnapshot), domains=domains)
 
     def save_stats(self, snapshot: StatsSnapshot) -> None:
-        """Persist the stats (called periodically and at the end)."""
+        """Persist the job's stats, per-domain counts included (called once a second and at the end)."""
+        counts = msgspec.structs.replace(snapshot, domains={})
         with self._env().begin(write=True) as txn:
             txn.put(_STATS, msgspec.msgpack.encode(snapshot))
+            txn.put(_COUNTS, msgspec.msgpack.encode(counts))
+
+    def save_counts(self, snapshot: StatsSnapshot) -> None:
+        """Persist the job's counts but the per-domain ones (cheap: called after every ack)."""
+        with self._env().begin(write=True) as txn:
+            txn.put(_COUNTS, msgspec.msgpack.encode(snapshot))
+
+    def counts_saver(self, stats: Stats) -> Callable[[], None]:
+        """A function saving the job's counts as `stats` has them (`save_counts`), for after each ack."""
+        return lambda: self.save_counts(stats.job_snapshot(domains=False))
 
     def close(self) -> None:
         """Close the state database."""

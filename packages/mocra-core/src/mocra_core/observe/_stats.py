@@ -52,7 +52,11 @@ class LatencyHistogram:
 
 
 class StatsSnapshot(msgspec.Struct, kw_only=True):
-    """A point-in-time copy of the stats, as returned in the run result and persisted in a job dir."""
+    """A point-in-time copy of the stats of a run, or of a job's runs so far (as persisted in a job dir).
+
+    `elapsed` is seconds of crawling (a job's: the sum over its runs, not the wall time since its first
+    start); `runs` how many runs it covers; `latency_ms` is a run's own (percentiles do not add up).
+    """
 
     requests: int = 0
     responses: int = 0
@@ -66,6 +70,7 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
     domains: dict[str, int] = {}
     latency_ms: dict[str, float] = {}
     elapsed: float = 0.0
+    runs: int = 1
 
     @property
     def pages_per_second(self) -> float:
@@ -103,7 +108,7 @@ class Stats:
         self.status: Counter[int] = Counter()
         self.domains: Counter[str] = Counter()
         self.latency = LatencyHistogram()
-        self._carried = 0.0
+        self._earlier = StatsSnapshot(runs=0)
 
     def response(self, domain: str, status: int, size: int, elapsed: float) -> None:
         """Count a downloaded response."""
@@ -117,22 +122,17 @@ class Stats:
         """Count requests or items dropped on purpose (duplicate, robots, middleware, depth)."""
         self.dropped[reason] += count
 
-    def restore(self, snapshot: StatsSnapshot) -> None:
-        """Continue counting from a snapshot (a resumed job)."""
-        self.requests += snapshot.requests
-        self.responses += snapshot.responses
-        self.items += snapshot.items
-        self.retries += snapshot.retries
-        self.dead_lettered += snapshot.dead_lettered
-        self.errors += snapshot.errors
-        self.bytes += snapshot.bytes
-        self.dropped.update(snapshot.dropped)
-        self.status.update({int(k): v for k, v in snapshot.status.items()})
-        self.domains.update(snapshot.domains)
-        self._carried += snapshot.elapsed
+    @property
+    def earlier(self) -> StatsSnapshot:
+        """The counts of the job's earlier runs (see `resume`); zero for a job's first run."""
+        return self._earlier
+
+    def resume(self, earlier: StatsSnapshot) -> None:
+        """Count this run as one more of a job whose earlier runs counted `earlier` (see `job_snapshot`)."""
+        self._earlier = earlier
 
     def snapshot(self) -> StatsSnapshot:
-        """Copy the counters."""
+        """Copy the counters of this run."""
         return StatsSnapshot(
             requests=self.requests,
             responses=self.responses,
@@ -145,5 +145,38 @@ class Stats:
             status={str(k): v for k, v in sorted(self.status.items())},
             domains=dict(self.domains.most_common()),
             latency_ms={f"p{p}": round(self.latency.percentile(p) * 1000, 2) for p in (50, 90, 99)},
-            elapsed=self._carried + self._clock() - self._started,
+            elapsed=self._clock() - self._started,
+        )
+
+    def job_snapshot(self, *, domains: bool = True) -> StatsSnapshot:
+        """The counts of the job so far: its earlier runs (`resume`) plus this one, without latencies.
+
+        `domains=False` leaves the per-domain counts out (`{}`), which keeps the call cheap however many
+        domains a crawl reaches (a job dir saves the counts after every ack).
+
+        Example:
+            >>> s = Stats()
+            >>> s.resume(StatsSnapshot(responses=10, status={"200": 10}, elapsed=4.0, runs=2))
+            >>> s.response("example.com", 200, 512, 0.05)
+            >>> job = s.job_snapshot()
+            >>> job.responses, job.status, job.runs, job.elapsed >= 4.0, s.snapshot().responses
+            (11, {'200': 11}, 3, True, 1)
+        """
+        e = self._earlier
+        status = dict(e.status)
+        for code, count in self.status.items():
+            status[str(code)] = status.get(str(code), 0) + count
+        return StatsSnapshot(
+            requests=e.requests + self.requests,
+            responses=e.responses + self.responses,
+            items=e.items + self.items,
+            retries=e.retries + self.retries,
+            dropped=dict(Counter(e.dropped) + self.dropped),
+            dead_lettered=e.dead_lettered + self.dead_lettered,
+            errors=e.errors + self.errors,
+            bytes=e.bytes + self.bytes,
+            status=dict(sorted(status.items())),
+            domains=dict((Counter(e.domains) + self.domains).most_common()) if domains else {},
+            elapsed=e.elapsed + self._clock() - self._started,
+            runs=e.runs + 1,
         )
