@@ -22,6 +22,7 @@ ALLOWED: dict[tuple[str, float], str] = {
     ("retry.base", 0): "drawn uniformly from [0, `base` * 2^(n-1)]",
     ("retry.max_delay", 0): "Cap on that backoff",
     ("retry.max_retry_after", 0): "Cap on a server's `Retry-After`",
+    ("retry.max_domain_backoff", 0): "0 never slows a domain for its responses",
     ("sink.max_retries", 0): "(0 = dead-lettered at the first failure)",
     ("sink.retry_delay", 0): "(0 = at once)",
     ("queue.kafka.lanes", 0): "lanes: Priority lanes",

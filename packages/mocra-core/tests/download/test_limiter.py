@@ -39,7 +39,14 @@ def test_domain_is_the_lower_cased_host_without_port(given: str, domain: str) ->
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"concurrency": 0}, "concurrency"), ({"delay": -1.0}, "delay"), ({"jitter": 2.0}, "jitter")],
+    [
+        ({"concurrency": 0}, "concurrency"),
+        ({"delay": -1.0}, "delay"),
+        ({"jitter": 2.0}, "jitter"),
+        ({"max_backoff": -1.0}, "max_backoff"),
+        ({"max_backoff": float("inf")}, "max_backoff"),
+        ({"max_backoff": float("nan")}, "max_backoff"),
+    ],
 )
 def test_nonsense_is_rejected(kwargs: dict[str, float], field: str) -> None:
     with pytest.raises(ValueError, match=field):
@@ -168,7 +175,7 @@ async def test_429_slows_the_domain_down_then_successes_restore_it(clock: FakeCl
         state = limiter.state("example.com")
         extras.append(state.extra_delay)
         limits.append(state.concurrency)
-    assert extras[:5] == [0.75, 0.5625, 0.421875, 0.31640625, 0.0]  # gradual, then off below the floor
+    assert extras == [0.0] * 40  # the domain serves again: its extra delay ends at the first success
     assert limits[0] == 2 and limits[2] == 3  # additive: +1 after `concurrency` successes in a row
     assert limits == sorted(limits) and limits[-1] == 8  # back to the configured concurrency, no further
 
@@ -179,6 +186,30 @@ async def test_backoff_is_capped(clock: FakeClock) -> None:
         limiter.feedback("example.com", 503)
     state = limiter.state("example.com")
     assert (state.extra_delay, state.concurrency) == (MAX_BACKOFF, 1)
+
+
+async def test_max_backoff_bounds_the_slow_down_and_a_success_ends_it(clock: FakeClock) -> None:
+    limiter = fake_limiter(clock, max_backoff=2.0)
+    for _ in range(20):
+        limiter.feedback("example.com", 429, "300")
+    state = limiter.state("example.com")
+    assert (state.extra_delay, state.blocked_for) == (2.0, 2.0)  # neither the gap nor the block passes 2 s
+    starts = []
+    for _ in range(3):
+        async with limiter.slot("example.com"):
+            starts.append(clock.now)
+    assert starts == [2.0, 4.0, 6.0]  # one request per `max_backoff` at worst, never slower
+    limiter.feedback("example.com", 200)
+    assert limiter.state("example.com").extra_delay == 0.0
+    async with limiter.slot("example.com"):
+        assert clock.now == 6.0  # back to normal: no extra gap after the success
+
+
+async def test_max_backoff_zero_never_slows_a_domain_for_its_responses(clock: FakeClock) -> None:
+    limiter = fake_limiter(clock, max_backoff=0.0)
+    limiter.feedback("example.com", 503, "60")
+    state = limiter.state("example.com")
+    assert (state.extra_delay, state.blocked_for, state.concurrency) == (0.0, 0.0, 4)
 
 
 async def test_other_statuses_change_nothing(clock: FakeClock) -> None:
@@ -231,7 +262,7 @@ async def test_503_with_retry_after_from_the_server_blocks_the_domain(
 
 
 async def test_retry_after_http_date_and_cap(clock: FakeClock) -> None:
-    limiter = fake_limiter(clock)
+    limiter = fake_limiter(clock, max_backoff=300.0)
     import time
 
     limiter.feedback("a.example", 429, formatdate(time.time() + 120, usegmt=True))

@@ -123,3 +123,9 @@ def test_parse_retry_after(value: str | None, expected: float | None) -> None:
 def test_settings_reject_nonsense(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         RetrySettings(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [-1.0, float("inf"), float("nan")])
+def test_max_domain_backoff_must_be_finite_and_not_negative(value: float) -> None:
+    with pytest.raises(ValueError, match="max_domain_backoff: must be a finite number of seconds >= 0"):
+        RetrySettings(max_domain_backoff=value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random as _random
 import time
 from collections import deque
@@ -17,15 +18,12 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from types import TracebackType
 
-__all__ = ("BACKOFF_FLOOR", "MAX_BACKOFF", "MAX_BLOCK", "DomainLimiter", "DomainState", "domain_of")
+__all__ = ("BACKOFF_FLOOR", "MAX_BACKOFF", "DomainLimiter", "DomainState", "domain_of")
 
 BACKOFF_FLOOR = 0.25
 """Extra delay (seconds) a domain gets on its first 429/503; each further one doubles it."""
-MAX_BACKOFF = 60.0
-"""Cap on that extra delay (seconds)."""
-MAX_BLOCK = 300.0
-"""Cap on how long a `Retry-After` may block a domain (seconds)."""
-_DECAY = 0.75  # each success multiplies the extra delay by this; below the floor it drops to 0
+MAX_BACKOFF = 30.0
+"""Default cap (seconds) on that extra delay and on a `Retry-After` block of a domain (`max_backoff`)."""
 _SLOW_STATUSES = frozenset((429, 503))
 _SWEEP_EVERY = 1024
 
@@ -132,17 +130,23 @@ class DomainLimiter:
 
     Adaptive slow-down, fed by `feedback` after each response:
 
-    - 429 or 503: the domain's extra delay doubles (from `BACKOFF_FLOOR`, capped at `MAX_BACKOFF`) and its
+    - 429 or 503: the domain's extra delay doubles (from `BACKOFF_FLOOR`, capped at `max_backoff`) and its
       concurrency halves (at least 1). A `Retry-After` (seconds or HTTP-date) also blocks new starts on the
-      domain until then (capped at `MAX_BLOCK`).
-    - 2xx or 3xx: the extra delay shrinks by a quarter (to 0 below the floor) and, after as many successes
-      in a row as the current concurrency, concurrency grows by one back towards its configured value.
+      domain until then, for at most `max_backoff` seconds.
+    - 2xx or 3xx: the domain serves, so the extra delay ends at once; after as many successes in a row as
+      the current concurrency, concurrency grows by one back towards its configured value.
     - Other statuses leave the domain as it is.
+
+    So a domain's slow-down never spaces starts more than `max_backoff` apart nor blocks it longer, and
+    a few URLs that answer 429 forever cannot starve the domain's other pages: the engine feeds back only
+    a request's first attempt, and the URL's own retries wait out their backoff (`RetryPolicy`) alone.
 
     Args:
         concurrency: Requests in flight at once per domain.
         delay: Minimum seconds between two request starts on one domain (0 = none).
         jitter: Spread of the delay as a fraction: each gap is `delay * (1 ± jitter)`, uniformly.
+        max_backoff: Cap (seconds) on the slow-down 429/503 responses impose on a domain: its extra delay
+            and a `Retry-After` block (`retry.max_domain_backoff`). 0 turns the slow-down off.
         clock: Monotonic time in seconds; inject a fake one in tests.
         sleep: Sleeps for seconds; inject one that advances the fake clock.
         random: Returns a float in [0, 1), for the jitter.
@@ -162,6 +166,9 @@ class DomainLimiter:
         >>> state = limiter.state("example.com")
         >>> state.concurrency, state.extra_delay, state.blocked_for > 29
         (1, 0.25, True)
+        >>> limiter.feedback("example.com", 200)  # it serves again: the extra delay ends
+        >>> limiter.state("example.com").extra_delay
+        0.0
     """
 
     def __init__(
@@ -170,6 +177,7 @@ class DomainLimiter:
         concurrency: int = 8,
         delay: float = 0.0,
         jitter: float = 0.0,
+        max_backoff: float = MAX_BACKOFF,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         random: Callable[[], float] = _random.random,
@@ -180,7 +188,10 @@ class DomainLimiter:
             raise ValueError(f"delay: must be >= 0, got {delay!r}")
         if not 0 <= jitter <= 1:
             raise ValueError(f"jitter: must be between 0 and 1, got {jitter!r}")
+        if not 0 <= max_backoff < math.inf:
+            raise ValueError(f"max_backoff: must be a finite number of seconds >= 0, got {max_backoff!r}")
         self.concurrency = concurrency
+        self.max_backoff = max_backoff
         self.delay = delay
         self.jitter = jitter
         self._clock = clock
@@ -238,12 +249,12 @@ class DomainLimiter:
         key = domain_of(url_or_domain)
         if status in _SLOW_STATUSES:
             d = self._domain(key)
-            d.extra = min(MAX_BACKOFF, max(BACKOFF_FLOOR, d.extra * 2))
+            d.extra = min(self.max_backoff, max(BACKOFF_FLOOR, d.extra * 2))
             d.limit = max(1, d.limit // 2)
             d.streak = 0
             wait = parse_retry_after(retry_after) if retry_after else None
-            if wait:
-                d.blocked_until = max(d.blocked_until, self._clock() + min(wait, MAX_BLOCK))
+            if wait and self.max_backoff:
+                d.blocked_until = max(d.blocked_until, self._clock() + min(wait, self.max_backoff))
             return
         if status >= 400:
             return
@@ -251,10 +262,7 @@ class DomainLimiter:
         if d_or_none is None:
             return
         d = d_or_none
-        if d.extra:
-            d.extra *= _DECAY
-            if d.extra < BACKOFF_FLOOR:
-                d.extra = 0.0
+        d.extra = 0.0
         if d.limit < d.max_limit:
             d.streak += 1
             if d.streak >= d.limit:

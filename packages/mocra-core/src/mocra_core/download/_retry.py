@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random as _random
 import time
 from email.utils import parsedate_to_datetime
@@ -61,10 +62,19 @@ class RetrySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         base: Backoff before retry n is drawn uniformly from [0, `base` * 2^(n-1)] ("full jitter").
         max_delay: Cap on that backoff.
         max_retry_after: Cap on a server's `Retry-After`, which otherwise wins over the backoff.
+        max_domain_backoff: Cap on how much 429/503 responses slow their whole domain (host): on the
+            extra gap they add between the domain's request starts and on how long a `Retry-After`
+            holds back the domain's other requests. Only a request's first attempt slows the domain (a
+            URL that fails again backs off alone, by its own backoff or `Retry-After`), and a success
+            ends the slow-down. 0 never slows a domain for its responses.
 
     Example:
         >>> sorted(RetrySettings(max_retries=5).statuses)
         [408, 429, 500, 502, 503, 504]
+        >>> RetrySettings(max_domain_backoff=float("inf"))
+        Traceback (most recent call last):
+        ...
+        ValueError: max_domain_backoff: must be a finite number of seconds >= 0, got inf
     """
 
     max_retries: int = 3
@@ -72,6 +82,7 @@ class RetrySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     base: float = 0.5
     max_delay: float = 60.0
     max_retry_after: float = 300.0
+    max_domain_backoff: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -80,6 +91,9 @@ class RetrySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             value = getattr(self, name)
             if not value >= 0:  # also rejects NaN
                 raise ValueError(f"{name}: must be >= 0, got {value!r}")
+        backoff = self.max_domain_backoff
+        if not 0 <= backoff < math.inf:
+            raise ValueError(f"max_domain_backoff: must be a finite number of seconds >= 0, got {backoff!r}")
         bad = sorted(s for s in self.statuses if not 100 <= s <= 599)
         if bad:
             raise ValueError(f"statuses: not HTTP statuses: {bad!r}")

@@ -159,7 +159,8 @@ class DownloadStage:
         except DownloadError as exc:
             return await self._retry_or_dead_letter(delivery, module, request, error=exc)
         retry_after = response.headers.get("retry-after")
-        self._limiter.feedback(domain, response.status, retry_after)
+        if delivery.attempt == 1 or response.status < 400:  # a URL failing again backs off alone (nack)
+            self._limiter.feedback(domain, response.status, retry_after)
         self._stats.response(domain, response.status, len(response.body), response.elapsed)
         if response.status in module.relogin_on and self._logins.invalidate(
             module, request.account, generation
