@@ -26,7 +26,7 @@ def list_dead_letters(queues: JobQueues, *, limit: int, stream: TextIO) -> int:
 
     async def read() -> int:
         total = 0
-        async with queues.open() as queue:
+        async with queues.read() as queue:  # also while the job runs
             for topic in TOPICS:
                 for letter in await queue.dead_letters(topic, limit=limit):
                     failure = describe_dead_letter(letter)

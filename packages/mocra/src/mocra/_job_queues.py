@@ -15,21 +15,45 @@ from mocra_core.engine import JobDir, is_shared, open_queue_for
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Sequence
 
     from mocra_core import Settings
-    from mocra_core.queue import QueueBackend
+    from mocra_core.queue import DeadLetter, QueueBackend
 
-__all__ = ("TOPICS", "BrokerQueues", "JobDirQueues", "JobQueues", "add_job_arguments", "job_queues")
+__all__ = (
+    "TOPICS",
+    "BrokerQueues",
+    "JobDirQueues",
+    "JobQueues",
+    "QueueView",
+    "add_job_arguments",
+    "job_queues",
+)
 
 TOPICS = ("task", "request", "response")
+
+
+class QueueView(Protocol):
+    """What reading a job's queues needs: their dead letters and pending counts."""
+
+    async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
+        """Up to `limit` dead letters of `topic`, oldest first."""
+        ...
+
+    async def pending(self, topic: str) -> int:
+        """Messages of `topic` ready, delayed or leased."""
+        ...
 
 
 class JobQueues(Protocol):
     """Where the queues of a job are."""
 
     def open(self) -> contextlib.AbstractAsyncContextManager[QueueBackend]:
-        """Open the job's queues (an async context manager)."""
+        """Open the job's queues to change them (an async context manager)."""
+        ...
+
+    def read(self) -> contextlib.AbstractAsyncContextManager[QueueView]:
+        """Open the job's queues to read them, also while the job runs."""
         ...
 
     def rerun(self) -> str:
@@ -49,19 +73,44 @@ class JobDirQueues:
 
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[QueueBackend]:
-        """Open the job dir's queues; raises `ConfigError` when `path` holds no crawl state."""
-        job = JobDir(self.path)
+        """Open the job dir's queues to change them.
+
+        Raises:
+            ConfigError: `path` holds no crawl state, or its job is running: its process owns the queues
+                (and holds their state in memory), so they change only once it has ended.
+        """
+        job = self._job()
         try:
-            if not job.is_resumed:
+            pid = job.running_pid()
+            if pid is not None:
                 raise ConfigError(
                     "--job-dir",
-                    "holds no crawl state (run `mocra run ... --job-dir` first)",
+                    f"the job is running (process {pid}) and its queues change only when it has ended: "
+                    "stop it (Ctrl-C) and run this again; `mocra dlq list` and `mocra status` work while "
+                    "it runs",
                     source=self.path,
                 )
             async with job.open_queue(QueueSettings()) as queue:
                 yield queue
         finally:
             job.close()
+
+    @contextlib.asynccontextmanager
+    async def read(self) -> AsyncIterator[QueueView]:
+        """Read the job dir's queues, also while its job runs; `ConfigError` when there is no crawl state."""
+        job = self._job()
+        try:
+            async with job.read_queue() as queue:
+                yield queue
+        finally:
+            job.close()
+
+    def _job(self) -> JobDir:
+        if not JobDir.holds_state(self.path):
+            raise ConfigError(
+                "--job-dir", "holds no crawl state (run `mocra run ... --job-dir` first)", source=self.path
+            )
+        return JobDir(self.path)
 
     def rerun(self) -> str:
         return f"run the same `mocra run ... --job-dir {self.path}` to process them"
@@ -96,6 +145,10 @@ class BrokerQueues:
         """Connect to the broker; raises `BackendUnavailable` naming the URL when it cannot be reached."""
         async with open_queue_for(self.settings, None, self.job) as queue:
             yield queue
+
+    def read(self) -> contextlib.AbstractAsyncContextManager[QueueView]:
+        """Connect to the broker (its queues are read as they are changed: through the backend)."""
+        return self.open()
 
     def rerun(self) -> str:
         return (

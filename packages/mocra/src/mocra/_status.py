@@ -22,7 +22,7 @@ async def job_status(queues: JobQueues) -> dict[str, tuple[int, int]]:
     Pending counts what was queued and not yet finished — waiting, delayed or leased by a worker — over
     every worker of the job, as the backend counts it (`QueueBackend.pending`).
     """
-    async with queues.open() as queue:
+    async with queues.read() as queue:  # also while the job runs
         return {
             topic: (await queue.pending(topic), len(await queue.dead_letters(topic, limit=_ALL)))
             for topic in TOPICS

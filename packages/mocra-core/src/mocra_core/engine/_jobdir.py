@@ -13,6 +13,8 @@ from ..coordination import LmdbCoordination
 from ..dedup import LmdbSeenSet
 from ..observe import StatsSnapshot
 from ..queue import LmdbQueue
+from ..queue._lmdb_reader import LmdbQueueReader
+from ..queue._lockfile import LockFile
 from ._codec import EngineCodec
 
 if TYPE_CHECKING:
@@ -72,6 +74,18 @@ class JobDir:
             visibility_timeout=settings.visibility_timeout,
             max_attempts=settings.max_attempts,
         )
+
+    def read_queue(self) -> LmdbQueueReader:
+        """The queues, read-only (dead letters, pending counts): works while the job runs.
+
+        Raises:
+            ConfigError: the directory holds no queue.
+        """
+        return LmdbQueueReader(self.path / "queue", codec=EngineCodec())
+
+    def running_pid(self) -> str | None:
+        """The pid of the process running the job (holding its queue), or None when none does."""
+        return LockFile.holder(str(self.path / "queue"))
 
     def open_coordination(self) -> LmdbCoordination:
         """The durable coordination store (gates, stop signals, fan-in bookkeeping)."""

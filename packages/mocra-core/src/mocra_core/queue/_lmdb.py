@@ -14,6 +14,7 @@ from .._errors import ConfigError
 from ._checks import check_limits, check_payloads
 from ._delivery import DeadLetter, Delivery
 from ._inprocess import InProcessQueue
+from ._lmdb_reader import read_dead_letters
 from ._lmdb_store import LmdbStore, unpack_message
 from ._lockfile import LockFile
 from ._waiters import Waiters, new_lease_token
@@ -69,7 +70,8 @@ class LmdbQueue(InProcessQueue[_Topic]):
 
     On open, every message leased by the previous process comes back with `attempt + 1` (or goes to the
     DLQ once it has had `max_attempts`), at its old place; delayed messages keep their due time (stored
-    as wall-clock time). One process at a time may use a directory: a lock file enforces it.
+    as wall-clock time). One process at a time may use a directory: a lock file enforces it
+    (`LmdbQueueReader` reads one beside it).
 
     Payloads are stored as `codec.encode(payload)`; a message whose bytes `codec.decode` rejects is
     dead-lettered instead of handed out (its `DeadLetter.payload` is then the raw bytes).
@@ -328,17 +330,8 @@ class LmdbQueue(InProcessQueue[_Topic]):
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """Read up to `limit` dead letters of `topic`, oldest first."""
-        letters = []
-        for seq, attempt, failed_at, reason, blob in self._store.dead_letters(self._topic(topic).p, limit):
-            created, priority, key, raw = unpack_message(blob)
-            try:
-                payload = self._codec.decode(raw)
-            except Exception:
-                payload = raw
-            letters.append(
-                DeadLetter(str(seq), topic, payload, key, attempt, reason, failed_at, priority, created)
-            )
-        return letters
+        self._topic(topic)  # checks the name
+        return read_dead_letters(self._store, self._codec, topic, limit)
 
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
         """Move dead letters of `topic` back to it with the attempt reset; returns how many."""

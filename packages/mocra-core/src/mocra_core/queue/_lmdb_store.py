@@ -208,17 +208,24 @@ class LmdbStore:
 
     Opened with `sync=False, metasync=False`: a commit is in the OS page cache when it returns, so it
     survives the process being killed; a power cut or kernel crash may lose the last commits.
+    `readonly` opens it for reading beside the process that writes it (LMDB serves readers of other
+    processes a consistent snapshot per transaction); `write` then fails.
     """
 
-    def __init__(self, path: str, *, map_size: int) -> None:
-        self.env = lmdb.open(path, map_size=map_size, max_dbs=7, sync=False, metasync=False, subdir=True)
-        self.messages = self.env.open_db(b"messages")
-        self.ready = self.env.open_db(b"ready")
-        self.parked = self.env.open_db(b"parked")
-        self.leases = self.env.open_db(b"leases")
-        self.delayed = self.env.open_db(b"delayed")
-        self.dlq = self.env.open_db(b"dlq")
-        self.meta = self.env.open_db(b"meta")
+    def __init__(self, path: str, *, map_size: int, readonly: bool = False) -> None:
+        self.readonly = readonly
+        if readonly:  # the map is as large as the file; the sub-databases must exist
+            self.env = lmdb.open(path, readonly=True, max_dbs=7, subdir=True)
+        else:
+            self.env = lmdb.open(path, map_size=map_size, max_dbs=7, sync=False, metasync=False, subdir=True)
+        create = not readonly
+        self.messages = self.env.open_db(b"messages", create=create)
+        self.ready = self.env.open_db(b"ready", create=create)
+        self.parked = self.env.open_db(b"parked", create=create)
+        self.leases = self.env.open_db(b"leases", create=create)
+        self.delayed = self.env.open_db(b"delayed", create=create)
+        self.dlq = self.env.open_db(b"dlq", create=create)
+        self.meta = self.env.open_db(b"meta", create=create)
         with self.env.begin() as txn:
             raw = txn.get(_NEXT, db=self.meta)
         self._next = 1 if raw is None else _U64.unpack(raw)[0]
@@ -298,7 +305,20 @@ class LmdbStore:
                 counts[k[:-8]] = counts.get(k[:-8], 0) - 1
         return counts
 
+    def pending_count(self, p: bytes) -> int:
+        """Messages of topic prefix `p` that are not in the DLQ."""
+        count = 0
+        with self.env.begin() as txn:
+            for db, sign in ((self.messages, 1), (self.dlq, -1)):
+                cursor = txn.cursor(db=db)
+                found = cursor.set_range(p)
+                while found and cursor.key().startswith(p):
+                    count += sign
+                    found = cursor.next()
+        return count
+
     def close(self) -> None:
         """Flush to the OS (and disk) and close the environment."""
-        self.env.sync(True)
+        if not self.readonly:
+            self.env.sync(True)
         self.env.close()

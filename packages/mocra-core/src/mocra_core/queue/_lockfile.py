@@ -35,6 +35,36 @@ class LockFile:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd: int | None = fd
 
+    @staticmethod
+    def holder(directory: str, *, name: str = "mocra.lock") -> str | None:
+        """The pid of the process holding the lock on `directory`, or None when no process holds it.
+
+        It tries the lock without waiting and lets go at once, so a process taking it in that instant
+        is refused (as by any holder).
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as path:
+            ...     lock = LockFile(path)
+            ...     held = LockFile.holder(path) == str(os.getpid())
+            ...     lock.release()
+            ...     held, LockFile.holder(path)
+            (True, None)
+        """
+        import fcntl
+
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        finally:
+            os.close(fd)  # closing drops a lock taken here
+        return None
+
     def release(self) -> None:
         """Let go of the lock; idempotent."""
         if self._fd is not None:
