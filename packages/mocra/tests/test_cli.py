@@ -195,3 +195,61 @@ def test_aiokafka_chatter_is_kept_out_of_the_output_unless_verbose(verbosity: in
         ) is quiet  # its per-retry ERRORs while a broker is away
     finally:
         logger.setLevel(before)
+
+
+PAGES_SPIDER = """
+from mocra import Spider
+
+
+class Pages(Spider):
+    name = "pages"
+    start_urls = {urls!r}
+
+    async def parse(self, response, ctx):
+        ctx.emit({{"url": response.url}})
+"""
+
+
+def test_run_exits_non_zero_when_every_start_url_is_invalid(tmp_path: pathlib.Path) -> None:
+    spider = tmp_path / "pages.py"
+    spider.write_text(PAGES_SPIDER.format(urls=["htp:/broken", "http://"]))
+
+    result = run("run", str(spider), "-o", "items.jsonl", cwd=tmp_path)
+
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "nothing was crawled: every start URL was invalid" in result.stdout
+    assert "'htp:/broken': scheme must be http or https" in result.stdout
+    assert "'http://': no host" in result.stdout
+
+
+def test_run_exits_non_zero_when_every_request_is_dead_lettered(tmp_path: pathlib.Path) -> None:
+    from mocra_core.testing import LocalServer, ServerResponse
+
+    site = LocalServer()
+    site.route("/a.html", ServerResponse(500, "down"))
+    site.route("/b.html", ServerResponse(503, "down"))
+    with site.run_in_thread() as base_url:
+        spider = tmp_path / "pages.py"
+        spider.write_text(PAGES_SPIDER.format(urls=[f"{base_url}/a.html", f"{base_url}/b.html"]))
+        result = run(
+            "run", str(spider), "-s", "retry.max_retries=0", "-s", "crawl.obey_robots=false", cwd=tmp_path
+        )
+
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "nothing was crawled: all 2 requests were dead-lettered" in result.stdout
+
+
+def test_run_exits_zero_when_one_start_url_of_several_is_invalid(tmp_path: pathlib.Path) -> None:
+    from mocra_core.testing import LocalServer, ServerResponse
+
+    site = LocalServer()
+    site.route("/a.html", ServerResponse(body="<p>a</p>"))
+    with site.run_in_thread() as base_url:
+        spider = tmp_path / "pages.py"
+        spider.write_text(PAGES_SPIDER.format(urls=[f"{base_url}/a.html", "htp:/broken"]))
+        result = run("run", str(spider), "-o", "items.jsonl", "-s", "crawl.obey_robots=false", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "finished: 1 pages, 1 items" in result.stdout
+    assert "'invalid_url': 1" in result.stdout
+    assert "nothing was crawled" not in result.stdout

@@ -79,10 +79,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     result = builder.run(progress=progress.update)
     progress.finish()
     print_summary(result, sys.stdout, output=args.output)
-    return _EXIT_CODES.get(result.reason, 0)
+    code = _EXIT_CODES.get(result.reason, 0)
+    return NOTHING_CRAWLED if code == 0 and result.nothing_crawled is not None else code
 
 
 _EXIT_CODES = {"interrupted": 130, "unavailable": 75, "lost": 1}  # 75: EX_TEMPFAIL, run it again later
+NOTHING_CRAWLED = 3  # the run had work but parsed no page: every start URL invalid, or all dead-lettered
 
 
 def _continues(settings: Settings) -> bool:

@@ -66,6 +66,7 @@ class ParseStage:
         self._outage = outage
         self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True, outage=outage)
         self._acker: Acker | None = None  # while running
+        self.parsed = 0  # responses parsed whose items were written and follow-ups queued, in this run
 
     def stop(self) -> None:
         """Return once the response queue is empty (call after the download stage has stopped)."""
@@ -134,6 +135,7 @@ class ParseStage:
             await self._dead_letter(delivery, module, node, "".join(traceback.format_exception(exc)).strip())
             return
         await self._router.unit_done(module, request.run, request.account, node)
+        self.parsed += 1
         assert self._acker is not None
         await self._acker.ack(delivery)
 
