@@ -44,9 +44,6 @@ class _Batch:
         self.error: BaseException | None = None  # every submitter failed with it
         self.failed: dict[int, BaseException] = {}  # submitter → why its items were not written
 
-    def error_of(self, submitter: int) -> BaseException | None:
-        return self.failed.get(submitter, self.error)
-
 
 class ItemWriter:
     """Writes the items of one sink in batches; `submit` returns once its items are written.
@@ -92,7 +89,7 @@ class ItemWriter:
         batch.items.extend(items)
         self._wake.set()
         await batch.done.wait()
-        error = batch.error_of(submitter)
+        error = batch.failed.get(submitter, batch.error) if batch.failed else batch.error
         if error is not None:
             raise SinkWriteFailed(f"sink {self._sink!r} failed: {error}") from error
 
