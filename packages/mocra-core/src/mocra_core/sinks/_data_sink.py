@@ -17,9 +17,11 @@ class DataSink(Protocol):
 
     Items are what spiders yield: msgspec Structs, dataclasses, dicts, or anything else msgspec can
     encode. The engine calls `write` from one task at a time, in order, and retries a `write` that
-    raises with the same batch, so a `write` either keeps the whole batch or raises having kept none
-    of it where the destination allows (the file sinks truncate a half-written batch away). Delivery
-    is at-least-once: a batch written just before a crash is written again when the job resumes.
+    raises with the same batch; if it still fails, it writes the batch again in parts (each page's
+    items whole) to find the pages at fault, which go to the dead-letter queue. So a `write` either
+    keeps the whole batch or raises having kept none of it where the destination allows (the file
+    sinks truncate a half-written batch away; `SqlSink` rolls back). Delivery is at-least-once: a
+    batch written just before a crash is written again when the job resumes.
 
     Implementations: `JsonlSink`, `CsvSink`, `CallbackSink` (`on_item`), `ChannelSink` (`channel`) and
     `FanoutSink`. Errors they raise on purpose are `SinkError`.
