@@ -223,7 +223,8 @@ class SinkSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
 
     Attributes:
         batch_size: Items written to a sink in one call, at most (at least 1).
-        max_retries: Retries of a failed sink write before the batch is dead-lettered, never dropped
+        max_retries: Retries of a failed sink write before the pages whose items it refuses are
+            dead-lettered, never dropped; the other pages of the batch are written
             (0 = dead-lettered at the first failure).
         retry_delay: Seconds before the first retry of a failed write; doubles each time (0 = at once).
 
