@@ -203,16 +203,9 @@ class Engine:
             )
             if plane is not None and self._ownership is None:
                 self._ownership = ControlPlaneOwnership(plane)
-            settled = None if job is None else job.counts_saver(self._stats)  # after every ack
-            queue = await stack.enter_async_context(
-                ActivityQueue(open_queue_for(settings, job, name), settled=settled)
-            )
-            self._queue = queue
             coordination = await stack.enter_async_context(
                 open_coordination(settings, job, name, plane=plane)
             )
-            where = f"job dir {job.path}" if job is not None else f"job {name!r}"
-            await check_modules(self._modules, coordination, where)
             seen = (
                 await stack.enter_async_context(open_seen(settings, job, coordination, name, plane=plane))
                 if settings.crawl.dedup
@@ -226,6 +219,14 @@ class Engine:
             )
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
+            # the queue opens once all else is up: a run failing at start leaves no streams on a broker
+            settled = None if job is None else job.counts_saver(self._stats)  # after every ack
+            queue = await stack.enter_async_context(
+                ActivityQueue(open_queue_for(settings, job, name), settled=settled)
+            )
+            self._queue = queue
+            where = f"job dir {job.path}" if job is not None else f"job {name!r}"
+            await check_modules(self._modules, coordination, where)  # records them at the job's first run
             frontier = Frontier(queue, seen, self._stats, max_depth=settings.crawl.max_depth)
             affinity = (
                 self._ownership.partition_key if self._ownership and settings.crawl.account_affinity else None
