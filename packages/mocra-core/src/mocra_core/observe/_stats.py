@@ -166,12 +166,15 @@ class Stats:
         status = dict(e.status)
         for code, count in self.status.items():
             status[str(code)] = status.get(str(code), 0) + count
+        dropped = dict(e.dropped)
+        for reason, count in self.dropped.items():
+            dropped[reason] = dropped.get(reason, 0) + count
         return StatsSnapshot(
             requests=e.requests + self.requests,
             responses=e.responses + self.responses,
             items=e.items + self.items,
             retries=e.retries + self.retries,
-            dropped=dict(Counter(e.dropped) + self.dropped),
+            dropped=dropped,
             dead_lettered=e.dead_lettered + self.dead_lettered,
             errors=e.errors + self.errors,
             bytes=e.bytes + self.bytes,
