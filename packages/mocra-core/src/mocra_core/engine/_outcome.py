@@ -35,13 +35,16 @@ def why_nothing_crawled(stats: StatsSnapshot, *, parsed: int, rejected: Sequence
         "every start URL was invalid: invalid URL 'htp:/x': scheme must be http or https"
         >>> why_nothing_crawled(StatsSnapshot(requests=2, dead_lettered=2), parsed=0, rejected=[])
         'all 2 requests were dead-lettered'
+        >>> why_nothing_crawled(StatsSnapshot(requests=4, dead_lettered=1), parsed=0, rejected=[])
+        'its one request was dead-lettered'
         >>> why_nothing_crawled(StatsSnapshot(requests=3, dead_lettered=2), parsed=1, rejected=[]) is None
         True
     """
     if parsed:
         return None
     if stats.dead_lettered:
-        return f"all {stats.dead_lettered} requests were dead-lettered"
+        n = stats.dead_lettered
+        return f"all {n} requests were dead-lettered" if n > 1 else "its one request was dead-lettered"
     invalid = stats.dropped.get("invalid_url", 0)
     if invalid and not stats.requests and set(stats.dropped) == {"invalid_url"}:
         named = "; ".join(rejected[:_SHOWN])
