@@ -4,7 +4,8 @@ Run: `uv run python benchmarks/bench_raft_hostile.py` (options: `--writes 1500 -
 
 Three nodes, each a child process on 127.0.0.1 (`mocra_cluster._raft_process`), default settings.
 Each phase times `--writes` sequential 64-byte `set`s inside the leader (`timed_writes`) while one
-attack runs from threads of this process against the leader's Raft port, without the password:
+attack of `raft_attacks.py` runs flat out from a thread of this process against the leader's Raft
+port, without the password:
 
 * none: no attack (the baseline; run first and last of every round);
 * huge-prefix: announce a 2 GiB frame, then stream zeros; reconnect when dropped;
@@ -19,25 +20,21 @@ latency, how many attack connections the node dropped, and the leader's peak RSS
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import statistics
-import struct
 import sys
 import tempfile
 import threading
-import time
-import zlib
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
-from pysyncobj import pickle  # type: ignore[import-untyped]
+from raft_attacks import ATTACKS as STRANGERS
+from raft_attacks import Pace, Tally
 
 from mocra_cluster import ClusterConfig
-from mocra_cluster._raft_auth import MessageAuthenticator
 from mocra_cluster._raft_process import RaftProcess
 
 if TYPE_CHECKING:
@@ -72,122 +69,22 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def connect(addr: str) -> socket.socket:
-    """A blocking connection to `addr` with a short timeout."""
-    host, _, port = addr.rpartition(":")
-    sock = socket.create_connection((host, int(port)), timeout=1)
-    sock.settimeout(0.2)
-    return sock
-
-
-def is_closed(sock: socket.socket) -> bool:
-    """Whether the peer closed `sock`."""
-    try:
-        return sock.recv(1 << 16, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-
-
-def until_closed(sock: socket.socket, stop: threading.Event, send: bytes = b"") -> bool:
-    """Send `send` repeatedly (or nothing) until the peer closes `sock`; False if stopped first."""
-    while not stop.is_set():
-        if send:
-            try:
-                sock.send(send)
-            except TimeoutError:
-                pass
-            except OSError:
-                return True
-        elif stop.wait(0.005):
-            break
-        if is_closed(sock):
-            return True
-    return False
-
-
-def huge_prefix(addr: str, stop: threading.Event) -> int:
-    """Announce 2 GiB frames and stream zeros, reconnecting; return how many connections were dropped."""
-    dropped, zeros = 0, bytes(1 << 16)
-    while not stop.is_set():
-        try:
-            with connect(addr) as sock:
-                sock.sendall(struct.pack("i", 2**31 - 1))
-                dropped += until_closed(sock, stop, zeros)
-        except OSError:
-            continue
-    return dropped
-
-
-def idle(addr: str, stop: threading.Event, count: int = 200) -> int:
-    """Hold `count` silent connections, reopening those closed; return how many were dropped."""
-    held: list[socket.socket] = []
-    dropped = 0
-    try:
-        while not stop.is_set():
-            for sock in [sock for sock in held if is_closed(sock)]:
-                held.remove(sock)
-                sock.close()
-                dropped += 1
-            while len(held) < count and not stop.is_set():
-                try:
-                    held.append(connect(addr))
-                except OSError:  # the node's accept queue is full: try again next time
-                    break
-            stop.wait(0.02)
-    finally:
-        for sock in held:
-            sock.close()
-    return dropped
-
-
-def _garbage_frames() -> list[bytes]:
-    signed = zlib.compress(pickle.dumps(os.urandom(32)), 3)
-    wrong = MessageAuthenticator("a-guess").encrypt_at_time(signed, int(time.monotonic()))
-    return [
-        struct.pack("i", 200) + os.urandom(200),
-        struct.pack("i", -5) + os.urandom(64),
-        struct.pack("i", len(wrong)) + wrong,
-    ]
-
-
-def garbage(addr: str, stop: threading.Event) -> int:
-    """Send garbage and wrongly signed frames, one per connection; return how many were dropped."""
-    frames, dropped, index = _garbage_frames(), 0, 0
-    while not stop.is_set():
-        try:
-            with connect(addr) as sock:
-                sock.sendall(frames[index % len(frames)])
-                dropped += until_closed(sock, stop)
-        except OSError:
-            continue
-        finally:
-            index += 1
-    return dropped
-
-
-ATTACKS: dict[str, Callable[[str, threading.Event], int] | None] = {
-    "none": None,
-    "huge-prefix": huge_prefix,
-    "idle": idle,
-    "garbage": garbage,
-}
+ATTACKS: dict[str, Callable[[str, threading.Event, Pace | None], Tally] | None] = {"none": None, **STRANGERS}
 PHASES = ("none", "huge-prefix", "idle", "garbage", "none")
 """One round: a baseline, each attack, a baseline again (the ratios are to the first)."""
 
 
 async def phase(
-    leader: RaftProcess, writes: int, attack: Callable[[str, threading.Event], int] | None
+    leader: RaftProcess, writes: int, attack: Callable[[str, threading.Event, Pace | None], Tally] | None
 ) -> dict[str, float]:
     """Time `writes` sets through `leader` while `attack` runs against it."""
     stop = threading.Event()
-    dropped: list[int] = []
+    tallies: list[Tally] = []
     async with anyio.create_task_group() as group:
         if attack is not None:
 
             async def attacker() -> None:
-                dropped.append(await anyio.to_thread.run_sync(attack, leader.addr, stop))
+                tallies.append(await anyio.to_thread.run_sync(attack, leader.addr, stop, None))
 
             group.start_soon(attacker)
             await anyio.sleep(0.3)  # the attack is under way
@@ -197,7 +94,7 @@ async def phase(
     return {
         "rate": writes / result["elapsed"],
         "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-        "dropped": float(sum(dropped)),
+        "dropped": float(sum(tally.dropped for tally in tallies)),
     }
 
 
