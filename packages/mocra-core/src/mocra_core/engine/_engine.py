@@ -35,6 +35,7 @@ from ._end import TOPICS, EndCheck, StopReason
 from ._frontier import Frontier
 from ._generate import GenerateStage
 from ._items import ItemWriter
+from ._job_counts import job_counts, save_every
 from ._jobdir import JobDir
 from ._login import LoginManager
 from ._outage import Outage
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from ..modules import CompiledModule
     from ..queue import DeadLetter
     from ..sinks import DataSink
+    from ._job_counts import JobCounts
 
 __all__ = ("CrawlResult", "Engine", "Failure", "Progress", "describe_dead_letter")
 
@@ -110,9 +112,12 @@ class CrawlResult(msgspec.Struct, kw_only=True):
             answer for `crawl.outage_timeout` seconds; what this worker held comes back to the others),
             `lost` (the job's shared state vanished mid-run: a store restarted without persistence).
         stats: Counters of this run.
-        job: With `crawl.job_dir`: counters of the job so far, this run and its earlier ones (`runs`;
-            `elapsed` is their crawling time). A `kill -9` loses the counts of the work then in flight
-            (which the next run does again and counts), and up to a second of crawling time.
+        job: With `crawl.job_dir` or a shared queue: counters of the job so far, this run and the job's
+            other runs, earlier or (workers of a broker) side by side (`runs`; `elapsed` is the sum of
+            their crawling times). A `kill -9` of a `crawl.job_dir` run loses the counts of the work then
+            in flight (which the next run does again and counts) and up to a second of crawling time; of
+            a worker of a shared queue, its counts since its last save, at most its last second (its
+            status, drop and per-domain counts are its own: not in the job's).
         dead_letters: Entries in the dead-letter queues at the end.
         failures: The first 1,000 of those entries (with `--job-dir`, `mocra dlq list` shows them all and
             `mocra dlq replay` sends them back).
@@ -190,10 +195,6 @@ class Engine:
         async with AsyncExitStack() as stack:
             if job is not None:
                 stack.callback(job.close)
-                previous = job.load_stats()
-                if previous is not None:
-                    self._stats.resume(previous)
-                    logger.info("resuming job in %s", job.path)
             name = job_name(settings, list(self._modules))
             # a cluster: this node's Raft plane holds the job's state (coordination, seen set, ownership)
             plane = (
@@ -206,6 +207,11 @@ class Engine:
             coordination = await stack.enter_async_context(
                 open_coordination(settings, job, name, plane=plane)
             )
+            counts = job_counts(
+                job, coordination, self._stats, shared=is_shared(settings) or plane is not None
+            )
+            if counts is not None:
+                await counts.start()  # a job dir: its earlier runs' counts, before the page budget
             seen = (
                 await stack.enter_async_context(open_seen(settings, job, coordination, name, plane=plane))
                 if settings.crawl.dedup
@@ -220,7 +226,7 @@ class Engine:
             downloaders = await self._open_downloaders(stack)
             writers = await self._open_writers(stack)
             # the queue opens once all else is up: a run failing at start leaves no streams on a broker
-            settled = None if job is None else job.counts_saver(self._stats)  # after every ack
+            settled = None if counts is None else counts.settled  # after every ack
             queue = await stack.enter_async_context(
                 ActivityQueue(open_queue_for(settings, job, name), settled=settled)
             )
@@ -286,14 +292,11 @@ class Engine:
                 seeded=seeded,
             )
             reason = await self._run_stages(
-                stages, end, crons, writers, job, handle_signals, progress, progress_interval
+                stages, end, crons, writers, counts, handle_signals, progress, progress_interval
             )
             failures, dead = ([], 0) if reason in ("unavailable", "lost") else await _dead_letters(queue)
             snapshot = self._stats.snapshot()
-            so_far = None
-            if job is not None:
-                so_far = self._stats.job_snapshot()
-                job.save_stats(so_far)
+            so_far = None if counts is None else await counts.finish()
         logger.info("run %s: %s", reason, snapshot.to_dict())
         return CrawlResult(
             reason=reason,
@@ -315,7 +318,7 @@ class Engine:
         end: EndCheck,
         crons: list[CronRunner],
         writers: Mapping[str, ItemWriter],
-        job: JobDir | None,
+        counts: JobCounts | None,
         handle_signals: bool,
         progress: Callable[[Progress], Any] | None,
         progress_interval: float,
@@ -330,8 +333,10 @@ class Engine:
             async with anyio.create_task_group() as watchers:
                 if handle_signals:
                     watchers.start_soon(self._watch_signals, outer.cancel_scope)
-                if progress is not None or job is not None:
-                    watchers.start_soon(self._report, progress, progress_interval, job)
+                if progress is not None:
+                    watchers.start_soon(self._report, progress, progress_interval)
+                if counts is not None:
+                    watchers.start_soon(save_every, counts)
                 for cron in crons:
                     watchers.start_soon(self._run_cron, cron)
                 async with anyio.create_task_group() as parsing:
@@ -393,23 +398,18 @@ class Engine:
                 logger.warning("%s: draining (send it again to stop now)", signal.Signals(signum).name)
                 self._interrupted.set()
 
-    async def _report(
-        self, progress: Callable[[Progress], Any] | None, interval: float, job: JobDir | None
-    ) -> None:
+    async def _report(self, progress: Callable[[Progress], Any], interval: float) -> None:
         assert self._queue is not None
         queued: dict[str, int] = {}
         while True:
             await anyio.sleep(interval)
             snapshot = self._stats.snapshot()
-            if job is not None:
-                job.save_stats(self._stats.job_snapshot())
-            if progress is not None:
-                try:
-                    queued = {topic: await self._queue.pending(topic) for topic in TOPICS}
-                except TRANSIENT as exc:  # the broker is out of reach: report the last counts
-                    assert self._outage is not None
-                    self._outage.failed(exc, "counting queued messages")
-                progress(Progress(stats=snapshot, queued=queued))
+            try:
+                queued = {topic: await self._queue.pending(topic) for topic in TOPICS}
+            except TRANSIENT as exc:  # the broker is out of reach: report the last counts
+                assert self._outage is not None
+                self._outage.failed(exc, "counting queued messages")
+            progress(Progress(stats=snapshot, queued=queued))
 
     async def _open_downloaders(self, stack: AsyncExitStack) -> dict[str, Downloader]:
         downloaders = dict(self._extra_downloaders)

@@ -123,6 +123,12 @@ class Stats:
         self.dropped[reason] += count
 
     @property
+    def elapsed(self) -> float:
+        """Seconds since this run's counting began."""
+        seconds: float = self._clock() - self._started
+        return seconds
+
+    @property
     def earlier(self) -> StatsSnapshot:
         """The counts of the job's earlier runs (see `resume`); zero for a job's first run."""
         return self._earlier
