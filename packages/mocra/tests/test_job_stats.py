@@ -24,7 +24,9 @@ KILLS = 5
 LOST_PER_KILL = CONCURRENCY + 2 * PARSE_WORKERS  # the pages in flight at a kill, at most
 
 RUN = re.compile(r"^finished: (\d+) pages, (\d+) items in ([\d.]+)s", re.M)
-JOB = re.compile(r"^  job so far, (\d+) runs: (\d+) pages, (\d+) items, (\d+) errors in ([\d.]+)s", re.M)
+JOB = re.compile(
+    r"^  job so far, (\d+) runs: (\d+) pages, (\d+) items, (\d+) errors, \d+ dead letters in ([\d.]+)s", re.M
+)
 
 
 def test_job_counts_after_kill_9_are_right_within_the_work_in_flight(tmp_path: pathlib.Path) -> None:

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from mocra_core import ConfigError, redact
 from mocra_core.config import QueueSettings
-from mocra_core.engine import JobDir, is_shared, open_queue_for
+from mocra_core.engine import JobDir, is_shared, open_queue_for, read_job_counts
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator, Sequence
 
     from mocra_core import Settings
+    from mocra_core.observe import StatsSnapshot
     from mocra_core.queue import DeadLetter, QueueBackend
 
 __all__ = (
@@ -54,6 +55,10 @@ class JobQueues(Protocol):
 
     def read(self) -> contextlib.AbstractAsyncContextManager[QueueView]:
         """Open the job's queues to read them, also while the job runs."""
+        ...
+
+    async def counts(self) -> StatsSnapshot | None:
+        """The job's counts so far (all its runs and workers), or None when none were saved."""
         ...
 
     def rerun(self) -> str:
@@ -112,6 +117,14 @@ class JobDirQueues:
             )
         return JobDir(self.path)
 
+    async def counts(self) -> StatsSnapshot | None:
+        """The counts its runs saved in the job dir (also while the job runs)."""
+        job = self._job()
+        try:
+            return job.load_stats()
+        finally:
+            job.close()
+
     def rerun(self) -> str:
         return f"run the same `mocra run ... --job-dir {self.path}` to process them"
 
@@ -149,6 +162,13 @@ class BrokerQueues:
     def read(self) -> contextlib.AbstractAsyncContextManager[QueueView]:
         """Connect to the broker (its queues are read as they are changed: through the backend)."""
         return self.open()
+
+    async def counts(self) -> StatsSnapshot | None:
+        """The counts the job's workers saved in its coordination store; None without a shared store."""
+        try:
+            return await read_job_counts(self.settings, self.job)
+        except ConfigError:  # a NATS or Kafka queue and no coordination.url: the job has no shared counts
+            return None
 
     def rerun(self) -> str:
         return (

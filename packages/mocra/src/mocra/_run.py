@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mocra_core import CrawlResult, DataSink
     from mocra_core.observe import StatsSnapshot
 
-__all__ = ("load_spiders", "make_sink", "make_sinks", "print_summary")
+__all__ = ("job_counts_line", "load_spiders", "make_sink", "make_sinks", "print_summary")
 
 
 def load_spiders(path: str, *, names: list[str] | None = None) -> list[Spider[Any] | Module[Any]]:
@@ -159,11 +159,24 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
 
 
 def _job_so_far(job: StatsSnapshot | None) -> list[str]:
-    """The summary line of a job's runs so far, when this run is not its first."""
+    """The summary line of a job's runs so far, when other runs (earlier, or other workers') count too."""
     if job is None or job.runs < 2:
         return []
-    return [
-        f"  job so far, {job.runs} runs: {job.responses} pages, {job.items} items, {job.errors} errors "
-        f"in {job.elapsed:.1f}s of crawling ({job.pages_per_second:.0f} pages/s); a kill -9 loses the "
-        "counts of pages in flight"
-    ]
+    return [f"  {job_counts_line(job)}"]
+
+
+def job_counts_line(job: StatsSnapshot) -> str:
+    """One line of a job's counts so far (all its runs, all its workers), and what a kill can lose.
+
+    Example:
+        >>> from mocra_core.observe import StatsSnapshot
+        >>> line = job_counts_line(StatsSnapshot(responses=9, items=8, elapsed=3.0, runs=2))
+        >>> line.split(" in ")[0]
+        'job so far, 2 runs: 9 pages, 8 items, 0 errors, 0 dead letters'
+    """
+    runs = f"{job.runs} run{'s' * (job.runs != 1)}"
+    return (
+        f"job so far, {runs}: {job.responses} pages, {job.items} items, {job.errors} errors, "
+        f"{job.dead_lettered} dead letters in {job.elapsed:.1f}s of crawling (the runs' times added up); "
+        "a kill -9 loses at most the killed run's last second of counts"
+    )

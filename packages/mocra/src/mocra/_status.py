@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from ._job_queues import TOPICS
+from ._run import job_counts_line
 
 if TYPE_CHECKING:
+    from mocra_core.observe import StatsSnapshot
+
     from ._job_queues import JobQueues
 
 __all__ = ("job_status", "print_status")
@@ -29,9 +32,16 @@ async def job_status(queues: JobQueues) -> dict[str, tuple[int, int]]:
         }
 
 
+async def _look(queues: JobQueues) -> tuple[dict[str, tuple[int, int]], StatsSnapshot | None]:
+    return await job_status(queues), await queues.counts()
+
+
 def print_status(queues: JobQueues, *, stream: TextIO) -> dict[str, tuple[int, int]]:
-    """Print `job_status` as a small table, and whether the job has work left; returns the counts."""
-    counts = anyio.run(job_status, queues)
+    """Print `job_status` as a small table, whether the job has work left, and what it did so far.
+
+    Returns the counts of `job_status`.
+    """
+    counts, done = anyio.run(_look, queues)
     stream.write(f"{queues}\n{'queue':<10}{'pending':>10}{'dead letters':>14}\n")
     for topic, (pending, dead) in counts.items():
         stream.write(f"{topic:<10}{pending:>10}{dead:>14}\n")
@@ -42,4 +52,6 @@ def print_status(queues: JobQueues, *, stream: TextIO) -> dict[str, tuple[int, i
     if not left and not dead:
         hint = " (or no job of that name there)"
     stream.write(f"{verdict}{hint}\n")
+    if done is not None:
+        stream.write(f"{job_counts_line(done)}\n")
     return counts

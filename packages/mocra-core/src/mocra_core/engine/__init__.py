@@ -7,6 +7,7 @@ from ._builder import Mocra, MocraBuilder
 from ._cluster import cluster_from_env, cluster_status
 from ._codec import EngineCodec
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
+from ._job_counts import read_job_counts
 from ._jobdir import JobDir
 
 __all__ = (
@@ -23,4 +24,5 @@ __all__ = (
     "describe_dead_letter",
     "is_shared",
     "open_queue_for",
+    "read_job_counts",
 )

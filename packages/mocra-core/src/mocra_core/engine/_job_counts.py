@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from ..observe import StatsSnapshot
+from ._backends import open_coordination
 from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..config import Settings
     from ..coordination import Coordination
     from ..observe import Stats
     from ._jobdir import JobDir
@@ -39,6 +41,7 @@ __all__ = (
     "JobDirCounts",
     "SharedCounts",
     "job_counts",
+    "read_job_counts",
     "read_shared_counts",
     "save_every",
 )
@@ -184,6 +187,27 @@ async def read_shared_counts(coordination: Coordination) -> StatsSnapshot | None
         elapsed=counts["elapsed_ms"] / 1000,
         runs=counts["runs"],
     )
+
+
+async def read_job_counts(settings: Settings, job: str) -> StatsSnapshot | None:
+    """The counts of a job whose workers share the queue of `settings`, from its coordination store.
+
+    What `mocra status --queue URL --job NAME` shows; None before a worker of the job saved any.
+
+    Raises:
+        ConfigError: the settings name no shared coordination store (a NATS or Kafka queue needs
+            `coordination.url`).
+        CoordinationError: the store failed.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.config import Settings
+        >>> nats = {"queue": {"url": "nats://127.0.0.1:4222"}, "coordination": {"url": "memory://"}}
+        >>> print(anyio.run(read_job_counts, Settings.from_mapping(nats), "books"))
+        None
+    """
+    async with open_coordination(settings, None, job) as coordination:
+        return await read_shared_counts(coordination)
 
 
 def job_counts(
