@@ -12,7 +12,8 @@ time can be told apart). Each attack runs until `stop` is set and returns its `T
 `Pace(rate)` bounds how many connections an attack opens per second (`None`: flat out, as fast as
 the node drops them). Traffic goes only where `addr` points; the CLI accepts only 127.0.0.1.
 
-Run one attack alone (until SIGTERM, SIGINT or `--duration`; prints its tally as JSON on exit):
+Run one attack alone (until SIGTERM, SIGINT or `--duration`; prints its tally as JSON on exit), from
+`--threads` threads side by side, `--rate` shared among them:
 
     uv run python benchmarks/raft_attacks.py garbage 127.0.0.1:7100 --rate 50 --duration 30
 """
@@ -190,36 +191,39 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("attack", choices=sorted(ATTACKS))
     ap.add_argument("addr", help="127.0.0.1:PORT of the node's Raft port")
-    ap.add_argument("--rate", type=float, help="new connections per second at most (default: flat out)")
+    ap.add_argument("--rate", type=float, help="new connections per second at most, over all threads")
+    ap.add_argument("--threads", type=int, default=1, help="attackers side by side (1-64)")
     ap.add_argument("--duration", type=float, default=600.0, help="stop after this many seconds")
     args = ap.parse_args(argv)
     if args.addr.rpartition(":")[0] != "127.0.0.1":
         ap.error(f"addr: expected 127.0.0.1:PORT (attacks stay on this machine), got {args.addr!r}")
+    if not 1 <= args.threads <= 64:
+        ap.error(f"--threads: expected 1 to 64, got {args.threads}")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    rate = None if args.rate is None else args.rate / args.threads
     tallies: list[Tally] = []
-    thread = threading.Thread(
-        target=lambda: tallies.append(ATTACKS[args.attack](args.addr, stop, Pace(args.rate))), daemon=True
-    )
+    threads = [
+        threading.Thread(
+            target=lambda: tallies.append(ATTACKS[args.attack](args.addr, stop, Pace(rate))), daemon=True
+        )
+        for _ in range(args.threads)
+    ]
     started = time.monotonic()
-    thread.start()
+    for thread in threads:
+        thread.start()
     stop.wait(args.duration)
     stop.set()
-    thread.join(5)
+    for thread in threads:
+        thread.join(5)
+    total = Tally()
+    for tally in tallies:
+        total += tally
     times = os.times()
-    sys.stdout.write(
-        json.dumps(
-            {
-                "attack": args.attack,
-                "rate": args.rate,
-                **asdict(tallies[0] if tallies else Tally()),
-                "wall_s": time.monotonic() - started,
-                "cpu_s": times.user + times.system,
-            }
-        )
-        + "\n"
-    )
+    result = {"attack": args.attack, "rate": args.rate, "threads": args.threads, **asdict(total)}
+    result |= {"wall_s": time.monotonic() - started, "cpu_s": times.user + times.system}
+    sys.stdout.write(json.dumps(result) + "\n")
     return 0
 
 

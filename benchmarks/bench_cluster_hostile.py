@@ -1,0 +1,415 @@
+"""Measure a 3-node `mocra run --cluster` crawl's rate while a stranger attacks one node's Raft port.
+
+Run: `uv run python benchmarks/bench_cluster_hostile.py` (options: `--pages 4000 --rounds 3 --rate 50`;
+NATS with JetStream on 127.0.0.1:4222).
+
+Every crawl is a fresh job: three `mocra run --cluster` processes (initial voters of one Raft
+cluster, `--queue nats://127.0.0.1:4222`, defaults but `crawl.obey_robots=false`) crawl a tree of
+`--pages` pages served by a `LocalServer` in a thread of this process (`/p/n` links to 2n+1, 2n+2
+and n//2). The site holds its first page until the cluster has a leader and every node is connected,
+and, in an attacked crawl, until the attack has run for 0.5 s: the whole crawl runs under it. The
+attack (`raft_attacks.py`, a child process of its own) aims at the Raft port of the node that led
+then, flat out or at `--rate` connections per second at most, until the three nodes have exited.
+
+One round: no attack, each attack flat out, each at `--rate`, no attack again (the attacks in reverse
+order in even rounds). For each crawl: pages/s from the site's first to its last response, its ratio
+to the round's first crawl without attack, the attacked node's peak RSS (`ru_maxrss`) and CPU
+seconds, the attacker's CPU seconds and share of one core over its run, the connections it opened
+and how many the node closed, how many Raft terms passed during the crawl (an election each), and
+pages missing from the union of the nodes' items (must be 0). Medians over the rounds at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import msgspec
+import nats
+
+from mocra_cluster import ClusterError, node_status
+from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
+
+HERE = Path(__file__).resolve().parent
+NATS_URL = "nats://127.0.0.1:4222"
+PASSWORD = "bench-password"
+ATTACKS = ("huge-prefix", "idle", "garbage")
+SPIDER = """
+from mocra import Spider
+
+
+class Tree(Spider[dict]):
+    name = "tree"
+    start_urls = ["BASE/p/0"]
+
+    async def parse(self, response, ctx):
+        ctx.emit({"id": int(response.url.rsplit("/", 1)[1])})
+        for href in response.links():
+            ctx.follow(href)
+"""
+
+
+def say(line: str) -> None:
+    """Print one line of the report."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- the site
+
+
+class TreeSite:
+    """`/p/n` links to 2n+1, 2n+2 and n//2 (those below `pages`); records when it served each page.
+
+    `/p/0` waits for `go` (at most `hold` seconds), so a crawl starts when the bench says.
+    """
+
+    def __init__(self, pages: int, hold: float = 120.0) -> None:
+        self.pages, self.hold = pages, hold
+        self.go = threading.Event()
+        self.served: list[float] = []  # time.monotonic() of every page response
+
+    def reset(self) -> None:
+        """Forget the last crawl; hold `/p/0` again."""
+        self.go.clear()
+        self.served = []
+
+    async def __call__(self, request: ServerRequest) -> ServerResponse:
+        n = int(request.path.rsplit("/", 1)[1])
+        if n >= self.pages:
+            return ServerResponse(404, "no")
+        if n == 0:
+            await anyio.to_thread.run_sync(self.go.wait, self.hold)
+        links = "".join(f'<a href="/p/{k}">{k}</a>' for k in (2 * n + 1, 2 * n + 2, n // 2) if k < self.pages)
+        self.served.append(time.monotonic())
+        return ServerResponse(body=f"<html><body>{links}</body></html>")
+
+
+# ---------------------------------------------------------------- child processes
+
+
+@dataclass
+class Child:
+    """A child process reaped with `os.wait4`, so its peak RSS and CPU time are known."""
+
+    process: subprocess.Popen[bytes]
+    rusage: Any = None  # resource.struct_rusage once reaped
+
+    def poll(self) -> bool:
+        """Reap the process if it has exited; whether it has."""
+        if self.rusage is None:
+            pid, status, rusage = os.wait4(self.process.pid, os.WNOHANG)
+            if pid:
+                self.process.returncode = os.waitstatus_to_exitcode(status)
+                self.rusage = rusage
+        return self.rusage is not None
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `grace` seconds; reap."""
+        if not self.poll():
+            self.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while not self.poll():
+            if time.monotonic() > deadline:
+                self.process.kill()
+                deadline = float("inf")
+            time.sleep(0.05)
+
+    @property
+    def cpu_s(self) -> float:
+        """User + system CPU seconds (once reaped)."""
+        return float(self.rusage.ru_utime + self.rusage.ru_stime)
+
+    @property
+    def peak_rss_mib(self) -> float:
+        """Peak resident memory, MiB (once reaped)."""
+        return float(self.rusage.ru_maxrss) / 1024
+
+
+def free_addrs(count: int) -> list[str]:
+    """Distinct free ports on 127.0.0.1."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    addrs = [f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return addrs
+
+
+def start_node(root: Path, base_url: str, job: str, node: str, addr: str, voters: list[str]) -> Child:
+    """Start `mocra run --cluster` as `node` of `job`, its items in `root/node.jsonl`, its log beside."""
+    spider = root / "tree.py"
+    spider.write_text(SPIDER.replace("BASE", base_url))
+    env = {
+        **os.environ,
+        "MOCRA_NODE_ID": node,
+        "MOCRA_CLUSTER_ADDR": addr,
+        "MOCRA_DATA_DIR": str(root / node),
+        "MOCRA_CLUSTER_PASSWORD": PASSWORD,
+        "MOCRA_SEEDS": ",".join(voters),
+    }
+    argv = [sys.executable, "-m", "mocra", "run", str(spider), "-o", str(root / f"{node}.jsonl")]
+    argv += ["--queue", NATS_URL, "--job", job, "--cluster", "-s", "crawl.obey_robots=false"]
+    with open(root / f"{node}.log", "wb") as log:
+        return Child(subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+
+def start_attacker(
+    attack: str, addr: str, rate: float | None, threads: int, duration: float, log: Path
+) -> Child:
+    """Start `raft_attacks.py` against `addr` from `threads` threads; its JSON tally goes to `log`."""
+    argv = [sys.executable, str(HERE / "raft_attacks.py"), attack, addr, "--duration", str(duration)]
+    argv += ["--threads", str(threads)]
+    if rate is not None:
+        argv += ["--rate", str(rate)]
+    with open(log, "wb") as out:
+        return Child(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+
+
+def cluster_ready(addrs: list[str]) -> str | None:
+    """The leader's address if every node sees it and is connected to both others, else None."""
+    leaders = set()
+    for addr in addrs:
+        try:
+            status = node_status(addr, password=PASSWORD, timeout=1)
+        except ClusterError:
+            return None
+        if len(status.connected) != len(addrs) - 1 or not status.has_quorum:
+            return None
+        leaders.add(status.leader)
+    leader = leaders.pop() if len(leaders) == 1 else None
+    return leader if leader in addrs else None
+
+
+def term_of(addr: str) -> int | None:
+    """The Raft term `addr` is in, or None if it does not answer within 1 s."""
+    try:
+        return node_status(addr, password=PASSWORD, timeout=1).term
+    except ClusterError:
+        return None
+
+
+async def delete_streams(prefix: str) -> None:
+    """Delete the NATS streams of a finished job."""
+    connection = await nats.connect(NATS_URL)
+    try:
+        jetstream = connection.jetstream()
+        for info in await jetstream.streams_info():
+            if info.config.name and info.config.name.startswith(prefix):
+                await jetstream.delete_stream(info.config.name)
+    finally:
+        await connection.close()
+
+
+def found_ids(path: Path) -> set[int]:
+    """The page ids in one node's item file."""
+    if not path.exists():
+        return set()
+    return {msgspec.json.decode(line)["id"] for line in path.read_bytes().splitlines() if line.endswith(b"}")}
+
+
+# ---------------------------------------------------------------- one crawl
+
+
+@dataclass
+class Crawl:
+    """What one crawl measured (see the module docstring)."""
+
+    attack: str
+    rate: float | None
+    pages_per_s: float = 0.0
+    span_s: float = 0.0
+    node_rss_mib: float = 0.0
+    node_cpu_s: float = 0.0
+    attacker_cpu_s: float = 0.0
+    attacker_core_share: float = 0.0
+    connections: int = 0
+    dropped: int = 0
+    terms: int = 0
+    missing: int = 0
+    problem: str = ""
+    exit_codes: list[int | None] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """`none`, the attack's name, or `name@rate`."""
+        return self.attack if self.rate is None else f"{self.attack}@{self.rate:g}"
+
+
+def crawl(
+    site: TreeSite, base_url: str, attack: str, rate: float | None, threads: int, timeout: float
+) -> Crawl:
+    """Run one 3-node crawl of `site`, under `attack` (or `none`) aimed at the leader's Raft port."""
+    result = Crawl(attack, rate)
+    site.reset()
+    job = f"hostile{uuid.uuid4().hex[:10]}"
+    addrs = free_addrs(3)
+    deadline = time.monotonic() + timeout
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        nodes = [start_node(root, base_url, job, f"n{i}", addr, addrs) for i, addr in enumerate(addrs)]
+        attacker: Child | None = None
+        try:
+            leader = None
+            while leader is None and time.monotonic() < deadline and not any(n.poll() for n in nodes):
+                time.sleep(0.2)
+                leader = cluster_ready(addrs)
+            if leader is None:
+                result.problem = "the cluster did not form"
+                return result
+            target = nodes[addrs.index(leader)]
+            witness = next(addr for addr in addrs if addr != leader)  # asked for the term, not attacked
+            first_term = last_term = term_of(witness) or 0
+            if attack != "none":
+                attacker = start_attacker(attack, leader, rate, threads, timeout, root / "attacker.json")
+                time.sleep(0.5)  # the attack is under way
+            site.go.set()
+            asked = time.monotonic()
+            while not all(n.poll() for n in nodes) and time.monotonic() < deadline:
+                time.sleep(0.1)
+                if time.monotonic() - asked > 1 and not target.poll():
+                    last_term, asked = term_of(witness) or last_term, time.monotonic()
+            if not all(n.poll() for n in nodes):
+                result.problem = f"timeout after {timeout:.0f} s"
+        finally:
+            for node in nodes:
+                node.stop()
+            if attacker is not None:
+                attacker.stop()
+            anyio.run(delete_streams, f"mocra-{job}")
+        result.exit_codes = [n.process.returncode for n in nodes]
+        if any(result.exit_codes) and not result.problem:
+            result.problem = "exit codes " + ",".join(map(str, result.exit_codes))
+        if result.problem:
+            say(f"!! {attack}: {result.problem}; log tail of n0:\n" + (root / "n0.log").read_text()[-2000:])
+        served = site.served
+        if len(served) > 1:
+            result.span_s = served[-1] - served[0]
+            result.pages_per_s = len(served) / result.span_s
+        result.node_rss_mib, result.node_cpu_s = target.peak_rss_mib, target.cpu_s
+        result.terms = last_term - first_term
+        result.missing = site.pages - len(set().union(*(found_ids(root / f"n{i}.jsonl") for i in range(3))))
+        if attacker is not None:
+            tally = json.loads((root / "attacker.json").read_text().strip().splitlines()[-1])
+            result.connections, result.dropped = tally["connections"], tally["dropped"]
+            result.attacker_cpu_s = attacker.cpu_s
+            result.attacker_core_share = attacker.cpu_s / tally["wall_s"] if tally["wall_s"] else 0.0
+    return result
+
+
+# ---------------------------------------------------------------- the report
+
+
+HEADER = (
+    f"{'round':>5} {'attack':<15} {'pages/s':>8} {'ratio':>6} {'span s':>7} {'node RSS':>9} {'node CPU':>9} "
+    f"{'attacker CPU':>13} {'conns':>7} {'dropped':>7} {'terms':>5} {'missing':>7}"
+)
+
+
+def row(round_: int | str, crawl: Crawl, ratio: float) -> str:
+    """One line of the table."""
+    attacker = (
+        "–" if crawl.attack == "none" else f"{crawl.attacker_cpu_s:.1f}s {crawl.attacker_core_share:>4.0%}"
+    )
+    return (
+        f"{round_:>5} {crawl.name:<15} {crawl.pages_per_s:>8.0f} {ratio:>6.2f} {crawl.span_s:>7.1f} "
+        f"{crawl.node_rss_mib:>5.0f} MiB {crawl.node_cpu_s:>7.1f} s {attacker:>13} {crawl.connections:>7} "
+        f"{crawl.dropped:>7} {crawl.terms:>5} {crawl.missing:>7}"
+    )
+
+
+def phases(rate: float, round_: int) -> list[tuple[str, float | None]]:
+    """One round's crawls: none, each attack flat out and at `rate`, none again; reversed in even rounds."""
+    attacked: list[tuple[str, float | None]] = [(a, None) for a in ATTACKS] + [(a, rate) for a in ATTACKS]
+    if round_ % 2 == 0:
+        attacked.reverse()
+    return [("none", None), *attacked, ("none", None)]
+
+
+def median_of(crawls: list[Crawl], key: str) -> float:
+    """The median of one figure over `crawls`."""
+    return float(statistics.median(getattr(crawl, key) for crawl in crawls))
+
+
+def summary(crawls: dict[str, list[tuple[Crawl, float]]]) -> list[str]:
+    """The markdown table of medians over the rounds."""
+    lines = [
+        "| attack | pages/s | ratio to no attack | attacked node peak RSS MiB (max) | attacked node CPU s "
+        "| attacker CPU s (share of a core) | connections · dropped | terms | missing |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, runs in crawls.items():
+        crawled = [c for c, _ in runs]
+        ratio = statistics.median(r for _, r in runs)
+        cpu, share = median_of(crawled, "attacker_cpu_s"), median_of(crawled, "attacker_core_share")
+        attacker = "–" if name.startswith("none") else f"{cpu:.1f} ({share:.0%})"
+        lines.append(
+            f"| {name} | {median_of(crawled, 'pages_per_s'):,.0f} | {ratio:.2f} | "
+            f"{median_of(crawled, 'node_rss_mib'):.0f} ({max(c.node_rss_mib for c in crawled):.0f}) | "
+            f"{median_of(crawled, 'node_cpu_s'):.1f} | {attacker} | "
+            f"{median_of(crawled, 'connections'):,.0f} · {median_of(crawled, 'dropped'):,.0f} | "
+            f"{sum(c.terms for c in crawled)} | {sum(c.missing for c in crawled)} |"
+        )
+    return lines
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the rounds and print the table."""
+    site = TreeSite(args.pages)
+    server = LocalServer(fallback=site)
+    crawls: dict[str, list[tuple[Crawl, float]]] = {}
+    failed = 0
+    with server.run_in_thread() as base_url:
+        say(
+            f"3 `mocra run --cluster` nodes over NATS crawl {args.pages} pages; the attack ({args.threads} "
+            f"threads) aims at the leader's Raft port, flat out or at {args.rate:g} connections/s in all; "
+            f"{os.cpu_count()} cores"
+        )
+        say(HEADER)
+        for round_ in range(1, args.rounds + 1):
+            baseline = 0.0
+            for index, (attack, rate) in enumerate(phases(args.rate, round_)):
+                measured = crawl(site, base_url, attack, rate, args.threads, args.timeout)
+                failed += bool(measured.problem)
+                baseline = baseline or measured.pages_per_s
+                ratio = measured.pages_per_s / baseline if baseline else float("nan")
+                name = "none again" if index and attack == "none" else measured.name
+                crawls.setdefault(name, []).append((measured, ratio))
+                say(row(round_, measured, ratio))
+    say(f"\nmedians of {args.rounds} rounds (terms and missing: summed):")
+    for line in summary(crawls):
+        say(line)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {name: [vars(c) | {"ratio": r} for c, r in runs] for name, runs in crawls.items()}, indent=1
+            )
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=8000, help="pages in the site's tree")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=50.0, help="the bounded attack: connections per second")
+    parser.add_argument("--threads", type=int, default=4, help="attacker threads (the rate is their total)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds before one crawl is stopped")
+    parser.add_argument("--json", help="also write every crawl's figures to this file")
+    sys.exit(main(parser.parse_args()))
