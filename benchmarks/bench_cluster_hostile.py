@@ -15,8 +15,10 @@ One round: no attack, each attack flat out, each at `--rate`, no attack again (t
 order in even rounds). For each crawl: pages/s from the site's first to its last response, its ratio
 to the round's first crawl without attack, the attacked node's peak RSS (`ru_maxrss`) and CPU
 seconds, the attacker's CPU seconds and share of one core over its run, the connections it opened
-and how many the node closed, how many Raft terms passed during the crawl (an election each), and
-pages missing from the union of the nodes' items (must be 0). Medians over the rounds at the end.
+and how many the node closed, how many Raft terms passed during the crawl (an election each), pages
+missing from the union of the nodes' items (must be 0), and the cores other jobs used meanwhile (the
+machine's busy time from `/proc/stat` minus this bench's processes and the NATS server's): a high
+figure there, not the attack, may explain a slow crawl. Medians over the rounds at the end.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ HERE = Path(__file__).resolve().parent
 NATS_URL = "nats://127.0.0.1:4222"
 PASSWORD = "bench-password"
 ATTACKS = ("huge-prefix", "idle", "garbage")
+TICKS = os.sysconf("SC_CLK_TCK")
+STOP = threading.Event()
+"""Set by SIGINT or SIGTERM: the crawl under way stops its children, and no other starts."""
 SPIDER = """
 from mocra import Spider
 
@@ -139,6 +144,60 @@ class Child:
     def peak_rss_mib(self) -> float:
         """Peak resident memory, MiB (once reaped)."""
         return float(self.rusage.ru_maxrss) / 1024
+
+
+class MachineCpu:
+    """CPU seconds the whole machine spent since it was made, minus this bench's own processes.
+
+    What is left (`others_cores`) is load from other jobs: it tells a slow crawl from a busy machine.
+    """
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._busy = self.busy_s()
+        self._mine = self.mine_s()
+
+    @staticmethod
+    def busy_s() -> float:
+        """Busy CPU seconds of all cores since boot (`/proc/stat`: user, nice, system, irq, softirq)."""
+        with open("/proc/stat") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:8]]
+        user, nice, system, _idle, _iowait, irq, softirq = fields
+        return (user + nice + system + irq + softirq) / TICKS
+
+    @staticmethod
+    def mine_s() -> float:
+        """CPU seconds of this process (the site's thread included) and of the NATS server."""
+        times = os.times()
+        return times.user + times.system + sum(process_cpu_s(pid) for pid in pids_named("nats-server"))
+
+    def others_cores(self, children: list[Child]) -> float:
+        """Cores used by other processes since this was made (`children` are reaped, so counted whole)."""
+        wall = time.monotonic() - self._started
+        busy = self.busy_s() - self._busy
+        mine = self.mine_s() - self._mine + sum(child.cpu_s for child in children if child.rusage)
+        return max(busy - mine, 0.0) / wall
+
+
+def pids_named(name: str) -> list[int]:
+    """Processes whose command name is `name`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == name:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def free_addrs(count: int) -> list[str]:
@@ -243,6 +302,7 @@ class Crawl:
     dropped: int = 0
     terms: int = 0
     missing: int = 0
+    others_cores: float = 0.0
     problem: str = ""
     exit_codes: list[int | None] = field(default_factory=list)
 
@@ -260,57 +320,75 @@ def crawl(
     site.reset()
     job = f"hostile{uuid.uuid4().hex[:10]}"
     addrs = free_addrs(3)
-    deadline = time.monotonic() + timeout
+    machine = MachineCpu()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         nodes = [start_node(root, base_url, job, f"n{i}", addr, addrs) for i, addr in enumerate(addrs)]
         attacker: Child | None = None
         try:
-            leader = None
-            while leader is None and time.monotonic() < deadline and not any(n.poll() for n in nodes):
-                time.sleep(0.2)
-                leader = cluster_ready(addrs)
+            leader = wait_for_leader(nodes, addrs, time.monotonic() + min(timeout, 60))
             if leader is None:
                 result.problem = "the cluster did not form"
                 return result
             target = nodes[addrs.index(leader)]
-            witness = next(addr for addr in addrs if addr != leader)  # asked for the term, not attacked
-            first_term = last_term = term_of(witness) or 0
             if attack != "none":
                 attacker = start_attacker(attack, leader, rate, threads, timeout, root / "attacker.json")
                 time.sleep(0.5)  # the attack is under way
             site.go.set()
-            asked = time.monotonic()
-            while not all(n.poll() for n in nodes) and time.monotonic() < deadline:
-                time.sleep(0.1)
-                if time.monotonic() - asked > 1 and not target.poll():
-                    last_term, asked = term_of(witness) or last_term, time.monotonic()
+            witness = next(addr for addr in addrs if addr != leader)  # asked for the term, not attacked
+            result.terms = watch_terms(nodes, target, witness, time.monotonic() + timeout)
             if not all(n.poll() for n in nodes):
-                result.problem = f"timeout after {timeout:.0f} s"
+                result.problem = "interrupted" if STOP.is_set() else f"timeout after {timeout:.0f} s"
         finally:
-            for node in nodes:
-                node.stop()
-            if attacker is not None:
-                attacker.stop()
+            for child in [*nodes, *([attacker] if attacker else [])]:
+                child.stop()
             anyio.run(delete_streams, f"mocra-{job}")
-        result.exit_codes = [n.process.returncode for n in nodes]
-        if any(result.exit_codes) and not result.problem:
-            result.problem = "exit codes " + ",".join(map(str, result.exit_codes))
-        if result.problem:
-            say(f"!! {attack}: {result.problem}; log tail of n0:\n" + (root / "n0.log").read_text()[-2000:])
-        served = site.served
-        if len(served) > 1:
-            result.span_s = served[-1] - served[0]
-            result.pages_per_s = len(served) / result.span_s
-        result.node_rss_mib, result.node_cpu_s = target.peak_rss_mib, target.cpu_s
-        result.terms = last_term - first_term
-        result.missing = site.pages - len(set().union(*(found_ids(root / f"n{i}.jsonl") for i in range(3))))
-        if attacker is not None:
-            tally = json.loads((root / "attacker.json").read_text().strip().splitlines()[-1])
-            result.connections, result.dropped = tally["connections"], tally["dropped"]
-            result.attacker_cpu_s = attacker.cpu_s
-            result.attacker_core_share = attacker.cpu_s / tally["wall_s"] if tally["wall_s"] else 0.0
+        result.others_cores = machine.others_cores([*nodes, *([attacker] if attacker else [])])
+        collect(result, site, root, nodes, target, attacker)
     return result
+
+
+def wait_for_leader(nodes: list[Child], addrs: list[str], deadline: float) -> str | None:
+    """The leader's address once every node sees it and both others (None: a node died, or too late)."""
+    while time.monotonic() < deadline and not STOP.is_set() and not any(n.poll() for n in nodes):
+        time.sleep(0.2)
+        leader = cluster_ready(addrs)
+        if leader is not None:
+            return leader
+    return None
+
+
+def watch_terms(nodes: list[Child], target: Child, witness: str, deadline: float) -> int:
+    """Wait for the nodes to exit; how many Raft terms `witness` went through meanwhile."""
+    first = last = term_of(witness) or 0
+    asked = time.monotonic()
+    while not all(n.poll() for n in nodes) and time.monotonic() < deadline and not STOP.is_set():
+        time.sleep(0.1)
+        if time.monotonic() - asked > 1 and not target.poll():
+            last, asked = term_of(witness) or last, time.monotonic()
+    return last - first
+
+
+def collect(
+    result: Crawl, site: TreeSite, root: Path, nodes: list[Child], target: Child, attacker: Child | None
+) -> None:
+    """Fill `result` in from the site, the nodes' items and the children's resource use."""
+    result.exit_codes = [n.process.returncode for n in nodes]
+    if any(result.exit_codes) and not result.problem:
+        result.problem = "exit codes " + ",".join(map(str, result.exit_codes))
+    if result.problem:
+        say(f"!! {result.name}: {result.problem}; log tail of n0:\n" + (root / "n0.log").read_text()[-2000:])
+    served = site.served
+    if len(served) > 1:
+        result.span_s = served[-1] - served[0]
+        result.pages_per_s = len(served) / result.span_s
+    result.node_rss_mib, result.node_cpu_s = target.peak_rss_mib, target.cpu_s
+    result.missing = site.pages - len(set().union(*(found_ids(root / f"n{i}.jsonl") for i in range(3))))
+    if attacker is not None:
+        tally = json.loads((root / "attacker.json").read_text().strip().splitlines()[-1])
+        result.connections, result.dropped = tally["connections"], tally["dropped"]
+        result.attacker_cpu_s = attacker.cpu_s
+        result.attacker_core_share = attacker.cpu_s / tally["wall_s"] if tally["wall_s"] else 0.0
 
 
 # ---------------------------------------------------------------- the report
@@ -318,7 +396,7 @@ def crawl(
 
 HEADER = (
     f"{'round':>5} {'attack':<15} {'pages/s':>8} {'ratio':>6} {'span s':>7} {'node RSS':>9} {'node CPU':>9} "
-    f"{'attacker CPU':>13} {'conns':>7} {'dropped':>7} {'terms':>5} {'missing':>7}"
+    f"{'attacker CPU':>13} {'conns':>7} {'dropped':>7} {'terms':>5} {'missing':>7} {'others':>6}"
 )
 
 
@@ -330,7 +408,7 @@ def row(round_: int | str, crawl: Crawl, ratio: float) -> str:
     return (
         f"{round_:>5} {crawl.name:<15} {crawl.pages_per_s:>8.0f} {ratio:>6.2f} {crawl.span_s:>7.1f} "
         f"{crawl.node_rss_mib:>5.0f} MiB {crawl.node_cpu_s:>7.1f} s {attacker:>13} {crawl.connections:>7} "
-        f"{crawl.dropped:>7} {crawl.terms:>5} {crawl.missing:>7}"
+        f"{crawl.dropped:>7} {crawl.terms:>5} {crawl.missing:>7} {crawl.others_cores:>6.2f}"
     )
 
 
@@ -351,8 +429,8 @@ def summary(crawls: dict[str, list[tuple[Crawl, float]]]) -> list[str]:
     """The markdown table of medians over the rounds."""
     lines = [
         "| attack | pages/s | ratio to no attack | attacked node peak RSS MiB (max) | attacked node CPU s "
-        "| attacker CPU s (share of a core) | connections · dropped | terms | missing |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| attacker CPU s (share of a core) | connections · dropped | terms | missing | other jobs (cores) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, runs in crawls.items():
         crawled = [c for c, _ in runs]
@@ -364,7 +442,8 @@ def summary(crawls: dict[str, list[tuple[Crawl, float]]]) -> list[str]:
             f"{median_of(crawled, 'node_rss_mib'):.0f} ({max(c.node_rss_mib for c in crawled):.0f}) | "
             f"{median_of(crawled, 'node_cpu_s'):.1f} | {attacker} | "
             f"{median_of(crawled, 'connections'):,.0f} · {median_of(crawled, 'dropped'):,.0f} | "
-            f"{sum(c.terms for c in crawled)} | {sum(c.missing for c in crawled)} |"
+            f"{sum(c.terms for c in crawled)} | {sum(c.missing for c in crawled)} | "
+            f"{median_of(crawled, 'others_cores'):.2f} |"
         )
     return lines
 
@@ -375,6 +454,8 @@ def main(args: argparse.Namespace) -> int:
     server = LocalServer(fallback=site)
     crawls: dict[str, list[tuple[Crawl, float]]] = {}
     failed = 0
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: STOP.set())
     with server.run_in_thread() as base_url:
         say(
             f"3 `mocra run --cluster` nodes over NATS crawl {args.pages} pages; the attack ({args.threads} "
@@ -385,14 +466,18 @@ def main(args: argparse.Namespace) -> int:
         for round_ in range(1, args.rounds + 1):
             baseline = 0.0
             for index, (attack, rate) in enumerate(phases(args.rate, round_)):
+                if STOP.is_set():
+                    break
                 measured = crawl(site, base_url, attack, rate, args.threads, args.timeout)
-                failed += bool(measured.problem)
                 baseline = baseline or measured.pages_per_s
                 ratio = measured.pages_per_s / baseline if baseline else float("nan")
+                say(row(round_, measured, ratio))
+                if measured.problem:  # reported above, left out of the medians
+                    failed += 1
+                    continue
                 name = "none again" if index and attack == "none" else measured.name
                 crawls.setdefault(name, []).append((measured, ratio))
-                say(row(round_, measured, ratio))
-    say(f"\nmedians of {args.rounds} rounds (terms and missing: summed):")
+    say(f"\nmedians of good crawls, {failed} failed (terms and missing: summed):")
     for line in summary(crawls):
         say(line)
     if args.json:
