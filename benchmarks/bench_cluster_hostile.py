@@ -18,7 +18,9 @@ seconds, the attacker's CPU seconds and share of one core over its run, the conn
 and how many the node closed, how many Raft terms passed during the crawl (an election each), pages
 missing from the union of the nodes' items (must be 0), and the cores other jobs used meanwhile (the
 machine's busy time from `/proc/stat` minus this bench's processes and the NATS server's): a high
-figure there, not the attack, may explain a slow crawl. Medians over the rounds at the end.
+figure there, not the attack, may explain a slow crawl; and how often a follower logged that it
+truncated log entries it had already applied (pysyncobj, CRITICAL: a resent append, see the README).
+Medians over the rounds at the end.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ NATS_URL = "nats://127.0.0.1:4222"
 PASSWORD = "bench-password"
 ATTACKS = ("huge-prefix", "idle", "garbage")
 TICKS = os.sysconf("SC_CLK_TCK")
+TRUNCATION = "truncating already-applied log entries"
+"""What pysyncobj logs (CRITICAL) when a follower drops entries it applied to take a resent append."""
 STOP = threading.Event()
 """Set by SIGINT or SIGTERM: the crawl under way stops its children, and no other starts."""
 SPIDER = """
@@ -303,6 +307,7 @@ class Crawl:
     terms: int = 0
     missing: int = 0
     others_cores: float = 0.0
+    truncations: int = 0
     problem: str = ""
     exit_codes: list[int | None] = field(default_factory=list)
 
@@ -384,6 +389,7 @@ def collect(
         result.pages_per_s = len(served) / result.span_s
     result.node_rss_mib, result.node_cpu_s = target.peak_rss_mib, target.cpu_s
     result.missing = site.pages - len(set().union(*(found_ids(root / f"n{i}.jsonl") for i in range(3))))
+    result.truncations = sum((root / f"n{i}.log").read_text().count(TRUNCATION) for i in range(3))
     if attacker is not None:
         tally = json.loads((root / "attacker.json").read_text().strip().splitlines()[-1])
         result.connections, result.dropped = tally["connections"], tally["dropped"]
@@ -396,7 +402,7 @@ def collect(
 
 HEADER = (
     f"{'round':>5} {'attack':<15} {'pages/s':>8} {'ratio':>6} {'span s':>7} {'node RSS':>9} {'node CPU':>9} "
-    f"{'attacker CPU':>13} {'conns':>7} {'dropped':>7} {'terms':>5} {'missing':>7} {'others':>6}"
+    f"{'attacker CPU':>13} {'conns':>7} {'dropped':>7} {'terms':>5} {'missing':>7} {'others':>6} {'trunc':>5}"
 )
 
 
@@ -408,7 +414,8 @@ def row(round_: int | str, crawl: Crawl, ratio: float) -> str:
     return (
         f"{round_:>5} {crawl.name:<15} {crawl.pages_per_s:>8.0f} {ratio:>6.2f} {crawl.span_s:>7.1f} "
         f"{crawl.node_rss_mib:>5.0f} MiB {crawl.node_cpu_s:>7.1f} s {attacker:>13} {crawl.connections:>7} "
-        f"{crawl.dropped:>7} {crawl.terms:>5} {crawl.missing:>7} {crawl.others_cores:>6.2f}"
+        f"{crawl.dropped:>7} {crawl.terms:>5} {crawl.missing:>7} {crawl.others_cores:>6.2f} "
+        f"{crawl.truncations:>5}"
     )
 
 
@@ -429,8 +436,9 @@ def summary(crawls: dict[str, list[tuple[Crawl, float]]]) -> list[str]:
     """The markdown table of medians over the rounds."""
     lines = [
         "| attack | pages/s | ratio to no attack | attacked node peak RSS MiB (max) | attacked node CPU s "
-        "| attacker CPU s (share of a core) | connections · dropped | terms | missing | other jobs (cores) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| attacker CPU s (share of a core) | connections · dropped | terms | missing | other jobs (cores) "
+        "| log truncations |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, runs in crawls.items():
         crawled = [c for c, _ in runs]
@@ -443,7 +451,7 @@ def summary(crawls: dict[str, list[tuple[Crawl, float]]]) -> list[str]:
             f"{median_of(crawled, 'node_cpu_s'):.1f} | {attacker} | "
             f"{median_of(crawled, 'connections'):,.0f} · {median_of(crawled, 'dropped'):,.0f} | "
             f"{sum(c.terms for c in crawled)} | {sum(c.missing for c in crawled)} | "
-            f"{median_of(crawled, 'others_cores'):.2f} |"
+            f"{median_of(crawled, 'others_cores'):.2f} | {median_of(crawled, 'truncations'):.0f} |"
         )
     return lines
 
