@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.addr.rpartition(":")[0] != "127.0.0.1":
         ap.error(f"addr: expected 127.0.0.1:PORT (attacks stay on this machine), got {args.addr!r}")
+    if args.rate is not None and args.rate <= 0:
+        ap.error(f"--rate: expected connections per second > 0, got {args.rate:g}")
     if not 1 <= args.threads <= 64:
         ap.error(f"--threads: expected 1 to 64, got {args.threads}")
     stop = threading.Event()
