@@ -1,6 +1,6 @@
 """Measure a 3-node `mocra run --cluster` crawl's rate while a stranger attacks one node's Raft port.
 
-Run: `uv run python benchmarks/bench_cluster_hostile.py` (options: `--pages 4000 --rounds 3 --rate 50`;
+Run: `uv run python benchmarks/bench_cluster_hostile.py` (options: `--pages 12000 --rounds 3 --rate 50`;
 NATS with JetStream on 127.0.0.1:4222).
 
 Every crawl is a fresh job: three `mocra run --cluster` processes (initial voters of one Raft
@@ -12,13 +12,14 @@ attack (`raft_attacks.py`, a child process of its own) aims at the Raft port of 
 then, flat out or at `--rate` connections per second at most, until the three nodes have exited.
 
 One round: no attack, each attack flat out, each at `--rate`, no attack again (the attacks in reverse
-order in even rounds). For each crawl: pages/s from the site's first to its last response, its ratio
-to the round's first crawl without attack, the attacked node's peak RSS (`ru_maxrss`) and CPU
-seconds, the attacker's CPU seconds and share of one core over its run, the connections it opened
-and how many the node closed, how many Raft terms passed during the crawl (an election each), pages
-missing from the union of the nodes' items (must be 0), and the cores other jobs used meanwhile (the
-machine's busy time from `/proc/stat` minus this bench's processes and the NATS server's): a high
-figure there, not the attack, may explain a slow crawl; and how often a follower logged that it
+order in even rounds). For each crawl: pages/s from the site's first to its last response; its ratio
+to the geometric mean of the round's two crawls without attack (so drift over a round cancels); the
+attacked node's peak RSS (`ru_maxrss`, its `VmHWM` at exit) and CPU seconds; the attacker's CPU
+seconds (~0.3 s of it is its start) and share of one core over its run; the connections it opened
+and how many the node closed; how many Raft terms passed during the crawl (an election each); pages
+missing from the union of the nodes' items (must be 0); the cores other jobs used meanwhile (the
+machine's busy time from `/proc/stat` minus this bench's processes and the NATS server's: a high
+figure there, not the attack, may explain a slow crawl); and how often a follower logged that it
 truncated log entries it had already applied (pysyncobj, CRITICAL: a resent append, see the README).
 Medians over the rounds at the end.
 """
@@ -29,9 +30,7 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,252 +38,34 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
-import anyio.to_thread
-import msgspec
-import nats
+from cluster_nodes import (
+    Child,
+    MachineCpu,
+    TreeSite,
+    cluster_ready,
+    delete_streams,
+    found_ids,
+    free_addrs,
+    start_attacker,
+    start_node,
+    term_of,
+)
 
-from mocra_cluster import ClusterError, node_status
-from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
+from mocra_core.testing import LocalServer
 
-HERE = Path(__file__).resolve().parent
-NATS_URL = "nats://127.0.0.1:4222"
-PASSWORD = "bench-password"
 ATTACKS = ("huge-prefix", "idle", "garbage")
-TICKS = os.sysconf("SC_CLK_TCK")
 TRUNCATION = "truncating already-applied log entries"
 """What pysyncobj logs (CRITICAL) when a follower drops entries it applied to take a resent append."""
 STOP = threading.Event()
 """Set by SIGINT or SIGTERM: the crawl under way stops its children, and no other starts."""
-SPIDER = """
-from mocra import Spider
-
-
-class Tree(Spider[dict]):
-    name = "tree"
-    start_urls = ["BASE/p/0"]
-
-    async def parse(self, response, ctx):
-        ctx.emit({"id": int(response.url.rsplit("/", 1)[1])})
-        for href in response.links():
-            ctx.follow(href)
-"""
 
 
 def say(line: str) -> None:
     """Print one line of the report."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
-
-
-# ---------------------------------------------------------------- the site
-
-
-class TreeSite:
-    """`/p/n` links to 2n+1, 2n+2 and n//2 (those below `pages`); records when it served each page.
-
-    `/p/0` waits for `go` (at most `hold` seconds), so a crawl starts when the bench says.
-    """
-
-    def __init__(self, pages: int, hold: float = 120.0) -> None:
-        self.pages, self.hold = pages, hold
-        self.go = threading.Event()
-        self.served: list[float] = []  # time.monotonic() of every page response
-
-    def reset(self) -> None:
-        """Forget the last crawl; hold `/p/0` again."""
-        self.go.clear()
-        self.served = []
-
-    async def __call__(self, request: ServerRequest) -> ServerResponse:
-        n = int(request.path.rsplit("/", 1)[1])
-        if n >= self.pages:
-            return ServerResponse(404, "no")
-        if n == 0:
-            await anyio.to_thread.run_sync(self.go.wait, self.hold)
-        links = "".join(f'<a href="/p/{k}">{k}</a>' for k in (2 * n + 1, 2 * n + 2, n // 2) if k < self.pages)
-        self.served.append(time.monotonic())
-        return ServerResponse(body=f"<html><body>{links}</body></html>")
-
-
-# ---------------------------------------------------------------- child processes
-
-
-@dataclass
-class Child:
-    """A child process reaped with `os.wait4`, so its peak RSS and CPU time are known."""
-
-    process: subprocess.Popen[bytes]
-    rusage: Any = None  # resource.struct_rusage once reaped
-
-    def poll(self) -> bool:
-        """Reap the process if it has exited; whether it has."""
-        if self.rusage is None:
-            pid, status, rusage = os.wait4(self.process.pid, os.WNOHANG)
-            if pid:
-                self.process.returncode = os.waitstatus_to_exitcode(status)
-                self.rusage = rusage
-        return self.rusage is not None
-
-    def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after `grace` seconds; reap."""
-        if not self.poll():
-            self.process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while not self.poll():
-            if time.monotonic() > deadline:
-                self.process.kill()
-                deadline = float("inf")
-            time.sleep(0.05)
-
-    @property
-    def cpu_s(self) -> float:
-        """User + system CPU seconds (once reaped)."""
-        return float(self.rusage.ru_utime + self.rusage.ru_stime)
-
-    @property
-    def peak_rss_mib(self) -> float:
-        """Peak resident memory, MiB (once reaped)."""
-        return float(self.rusage.ru_maxrss) / 1024
-
-
-class MachineCpu:
-    """CPU seconds the whole machine spent since it was made, minus this bench's own processes.
-
-    What is left (`others_cores`) is load from other jobs: it tells a slow crawl from a busy machine.
-    """
-
-    def __init__(self) -> None:
-        self._started = time.monotonic()
-        self._busy = self.busy_s()
-        self._mine = self.mine_s()
-
-    @staticmethod
-    def busy_s() -> float:
-        """Busy CPU seconds of all cores since boot (`/proc/stat`: user, nice, system, irq, softirq)."""
-        with open("/proc/stat") as stat:
-            fields = [int(x) for x in stat.readline().split()[1:8]]
-        user, nice, system, _idle, _iowait, irq, softirq = fields
-        return (user + nice + system + irq + softirq) / TICKS
-
-    @staticmethod
-    def mine_s() -> float:
-        """CPU seconds of this process (the site's thread included) and of the NATS server."""
-        times = os.times()
-        return times.user + times.system + sum(process_cpu_s(pid) for pid in pids_named("nats-server"))
-
-    def others_cores(self, children: list[Child]) -> float:
-        """Cores used by other processes since this was made (`children` are reaped, so counted whole)."""
-        wall = time.monotonic() - self._started
-        busy = self.busy_s() - self._busy
-        mine = self.mine_s() - self._mine + sum(child.cpu_s for child in children if child.rusage)
-        return max(busy - mine, 0.0) / wall
-
-
-def pids_named(name: str) -> list[int]:
-    """Processes whose command name is `name`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and (entry / "comm").read_text().strip() == name:
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process `pid` so far (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def free_addrs(count: int) -> list[str]:
-    """Distinct free ports on 127.0.0.1."""
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    addrs = [f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return addrs
-
-
-def start_node(root: Path, base_url: str, job: str, node: str, addr: str, voters: list[str]) -> Child:
-    """Start `mocra run --cluster` as `node` of `job`, its items in `root/node.jsonl`, its log beside."""
-    spider = root / "tree.py"
-    spider.write_text(SPIDER.replace("BASE", base_url))
-    env = {
-        **os.environ,
-        "MOCRA_NODE_ID": node,
-        "MOCRA_CLUSTER_ADDR": addr,
-        "MOCRA_DATA_DIR": str(root / node),
-        "MOCRA_CLUSTER_PASSWORD": PASSWORD,
-        "MOCRA_SEEDS": ",".join(voters),
-    }
-    argv = [sys.executable, "-m", "mocra", "run", str(spider), "-o", str(root / f"{node}.jsonl")]
-    argv += ["--queue", NATS_URL, "--job", job, "--cluster", "-s", "crawl.obey_robots=false"]
-    with open(root / f"{node}.log", "wb") as log:
-        return Child(subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT))
-
-
-def start_attacker(
-    attack: str, addr: str, rate: float | None, threads: int, duration: float, log: Path
-) -> Child:
-    """Start `raft_attacks.py` against `addr` from `threads` threads; its JSON tally goes to `log`."""
-    argv = [sys.executable, str(HERE / "raft_attacks.py"), attack, addr, "--duration", str(duration)]
-    argv += ["--threads", str(threads)]
-    if rate is not None:
-        argv += ["--rate", str(rate)]
-    with open(log, "wb") as out:
-        return Child(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
-
-
-def cluster_ready(addrs: list[str]) -> str | None:
-    """The leader's address if every node sees it and is connected to both others, else None."""
-    leaders = set()
-    for addr in addrs:
-        try:
-            status = node_status(addr, password=PASSWORD, timeout=1)
-        except ClusterError:
-            return None
-        if len(status.connected) != len(addrs) - 1 or not status.has_quorum:
-            return None
-        leaders.add(status.leader)
-    leader = leaders.pop() if len(leaders) == 1 else None
-    return leader if leader in addrs else None
-
-
-def term_of(addr: str) -> int | None:
-    """The Raft term `addr` is in, or None if it does not answer within 1 s."""
-    try:
-        return node_status(addr, password=PASSWORD, timeout=1).term
-    except ClusterError:
-        return None
-
-
-async def delete_streams(prefix: str) -> None:
-    """Delete the NATS streams of a finished job."""
-    connection = await nats.connect(NATS_URL)
-    try:
-        jetstream = connection.jetstream()
-        for info in await jetstream.streams_info():
-            if info.config.name and info.config.name.startswith(prefix):
-                await jetstream.delete_stream(info.config.name)
-    finally:
-        await connection.close()
-
-
-def found_ids(path: Path) -> set[int]:
-    """The page ids in one node's item file."""
-    if not path.exists():
-        return set()
-    return {msgspec.json.decode(line)["id"] for line in path.read_bytes().splitlines() if line.endswith(b"}")}
 
 
 # ---------------------------------------------------------------- one crawl
@@ -456,6 +237,17 @@ def summary(crawls: dict[str, list[tuple[Crawl, float]]]) -> list[str]:
     return lines
 
 
+def run_round(site: TreeSite, base_url: str, round_: int, args: argparse.Namespace) -> list[Crawl]:
+    """One round's crawls (a progress line each on stderr); fewer if stopped."""
+    done: list[Crawl] = []
+    for attack, rate in phases(args.rate, round_):
+        if STOP.is_set():
+            break
+        done.append(crawl(site, base_url, attack, rate, args.threads, args.timeout))
+        sys.stderr.write(f"round {round_}: {done[-1].name} {done[-1].pages_per_s:.0f} pages/s\n")
+    return done
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the rounds and print the table."""
     site = TreeSite(args.pages)
@@ -468,22 +260,20 @@ def main(args: argparse.Namespace) -> int:
         say(
             f"3 `mocra run --cluster` nodes over NATS crawl {args.pages} pages; the attack ({args.threads} "
             f"threads) aims at the leader's Raft port, flat out or at {args.rate:g} connections/s in all; "
-            f"{os.cpu_count()} cores"
+            f"{os.cpu_count()} cores; ratio: to the geometric mean of the round's crawls without attack"
         )
         say(HEADER)
         for round_ in range(1, args.rounds + 1):
-            baseline = 0.0
-            for index, (attack, rate) in enumerate(phases(args.rate, round_)):
-                if STOP.is_set():
-                    break
-                measured = crawl(site, base_url, attack, rate, args.threads, args.timeout)
-                baseline = baseline or measured.pages_per_s
-                ratio = measured.pages_per_s / baseline if baseline else float("nan")
+            done = run_round(site, base_url, round_, args)
+            calm = [c.pages_per_s for c in done if c.attack == "none" and not c.problem]
+            baseline = statistics.geometric_mean(calm) if calm else float("nan")
+            for index, measured in enumerate(done):
+                ratio = measured.pages_per_s / baseline
                 say(row(round_, measured, ratio))
                 if measured.problem:  # reported above, left out of the medians
                     failed += 1
                     continue
-                name = "none again" if index and attack == "none" else measured.name
+                name = "none again" if index and measured.attack == "none" else measured.name
                 crawls.setdefault(name, []).append((measured, ratio))
     say(f"\nmedians of good crawls, {failed} failed (terms and missing: summed):")
     for line in summary(crawls):
@@ -499,7 +289,7 @@ def main(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=8000, help="pages in the site's tree")
+    parser.add_argument("--pages", type=int, default=12000, help="pages in the site's tree")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rate", type=float, default=50.0, help="the bounded attack: connections per second")
     parser.add_argument("--threads", type=int, default=4, help="attacker threads (the rate is their total)")
