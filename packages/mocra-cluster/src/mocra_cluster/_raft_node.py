@@ -66,9 +66,14 @@ class ApplyFailed(msgspec.Struct, frozen=True):
 
 Entry = tuple[bytes, int, int]
 
-_PRIVATE = ("_SyncObj__raftElectionDeadline", "_SyncObj__changeClusterIDx", "_SyncObj__getCurrentLogIndex")
+_PRIVATE = (
+    "_SyncObj__raftElectionDeadline",
+    "_SyncObj__changeClusterIDx",
+    "_SyncObj__getCurrentLogIndex",
+    "_SyncObj__raftNextIndex",
+)
 """pysyncobj internals used here: the election deadline a joining node holds off, the index of the
-pending membership change (see `_ReplicatedLog`)."""
+pending membership change and the followers' next indexes (see `_ReplicatedLog`)."""
 
 
 class SnapshotFile(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,6 +129,26 @@ class _ReplicatedLog(SyncObj):  # type: ignore[misc]  # pysyncobj is untyped
         if accepted:
             self._SyncObj__changeClusterIDx = self._SyncObj__getCurrentLogIndex() + 1
         return accepted
+
+    def _SyncObj__onMessageReceived(self, node: Any, message: Any) -> None:
+        """Handle a peer's message as pysyncobj does, but a success reply never moves a next index back.
+
+        pysyncobj (0.3.17) sets the next index to what a success reply acknowledges even when the
+        entries after it are already on the wire, so it sends them again, and the follower cuts
+        entries it has applied from its log to take them (logging CRITICAL "truncating
+        already-applied log entries"). As in Raft, only a refusal moves the next index back.
+        """
+        before = self._SyncObj__raftNextIndex.get(node)
+        SyncObj._SyncObj__onMessageReceived(self, node, message)
+        if (
+            before is not None
+            and isinstance(message, dict)
+            and message.get("type") == "next_node_idx"
+            and message.get("success")
+            and not message.get("reset")
+            and self._SyncObj__raftNextIndex.get(node, before) < before
+        ):
+            self._SyncObj__raftNextIndex[node] = before
 
 
 class RaftNode:
