@@ -105,6 +105,34 @@ async def test_counts_a_failed_save_missed_go_with_the_next_and_none_twice() -> 
     assert job is not None and (job.runs, job.responses, job.items) == (1, 6, 6)
 
 
+class ReadOnly(LocalCoordination):
+    """A store that takes reads but no writes once `closed`: a cluster's last node, its peers gone."""
+
+    closed = False
+
+    async def incr(self, key: str, delta: int = 1) -> int:
+        if self.closed:
+            raise CoordinationError(key, "connected to no majority of the voters")
+        return await super().incr(key, delta)
+
+
+async def test_the_last_worker_whose_store_takes_no_writes_still_reports_the_jobs_counts() -> None:
+    first, last = Stats(), Stats()
+    async with ReadOnly() as store:
+        fetched(first, 4, items=4)
+        await SharedCounts(store, first).finish()
+        counts = SharedCounts(store, last)
+        fetched(last, 2, items=2)
+        await counts.save()
+        fetched(last, 3, items=3)  # after its last save, and then its peers leave
+        store.closed = True
+        job = await counts.finish()
+        stored = await read_shared_counts(store)
+
+    assert job is not None and (job.runs, job.responses, job.items) == (2, 9, 9)
+    assert stored is not None and (stored.runs, stored.responses) == (2, 6)  # the store missed the last 3
+
+
 class Chain(Spider[dict[str, str]]):
     name = "chain"
 

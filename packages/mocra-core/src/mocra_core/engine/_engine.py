@@ -345,6 +345,8 @@ class Engine:
                         fetching.start_soon(generate.run)
                         fetching.start_soon(download.run, crawl.concurrency)
                         reason = await end.until_over()
+                        if reason == "finished" and counts is not None:
+                            await counts.ended()  # while the job's other workers are still up
                         if reason in ("unavailable", "lost"):  # what is in hand cannot be finished
                             parsing.cancel_scope.cancel(f"shared services {reason}")
                         elif reason == "finished":  # stop leasing at once; what is in hand is finished

@@ -21,6 +21,7 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
+import msgspec
 
 from ..observe import StatsSnapshot
 from ._backends import open_coordination
@@ -76,6 +77,14 @@ class JobCounts(Protocol):
         """Add this run's counts to the job's (called every `SAVE_INTERVAL` seconds)."""
         ...
 
+    async def ended(self) -> None:
+        """The job was found finished: save now, while its other workers are still up; never raises.
+
+        The run's crawl time ends here (draining after it is not crawling). On a cluster this matters:
+        the last node to stop has no majority left, so only a save made now reaches the job's counts.
+        """
+        ...
+
     async def finish(self) -> StatsSnapshot | None:
         """Save for the last time and return the job's counts so far; None when they are out of reach."""
         ...
@@ -102,6 +111,9 @@ class JobDirCounts:
 
     async def save(self) -> None:
         self._job.save_stats(self._stats.job_snapshot())
+
+    async def ended(self) -> None:
+        pass  # saved after every ack already, and by `finish`
 
     async def finish(self) -> StatsSnapshot:
         so_far = self._stats.job_snapshot()
@@ -136,6 +148,7 @@ class SharedCounts:
         self._coordination = coordination
         self._stats = stats
         self._saved = dict.fromkeys(COUNTER_KEYS, 0)  # what this run added to each counter so far
+        self._elapsed: float | None = None  # the run's crawl time, once the job was found finished
 
     @property
     def settled(self) -> None:
@@ -145,25 +158,63 @@ class SharedCounts:
     async def start(self) -> None:
         pass  # the run joins `runs` at its first save: a run killed before that left no counts
 
-    async def save(self) -> None:
+    def _totals(self) -> dict[str, int]:
         stats = self._stats
         totals = {f"stats/{field}": getattr(stats, field) for field in _FIELDS}
-        totals[_ELAPSED] = round(stats.elapsed * 1000)
+        totals[_ELAPSED] = round((stats.elapsed if self._elapsed is None else self._elapsed) * 1000)
         totals[_RUNS] = 1
-        for key, total in totals.items():
+        return totals
+
+    async def save(self) -> None:
+        for key, total in self._totals().items():
             delta = total - self._saved[key]
             if delta:
                 await self._coordination.incr(key, delta)
                 self._saved[key] = total
 
+    async def ended(self) -> None:
+        self._elapsed = self._stats.elapsed
+        with anyio.move_on_after(_SAVE_TIMEOUT, shield=True):  # cut mid-`incr`, a count could be added twice
+            try:
+                await self.save()
+            except TRANSIENT as exc:
+                logger.debug(
+                    "saving the job's counts at its end failed, once more when the run ends: %s", exc
+                )
+
     async def finish(self) -> StatsSnapshot | None:
+        """Save for the last time and return the job's counts, this run's included.
+
+        A store that takes reads but not writes (the last node of a cluster to stop has no majority
+        left) still gives the job's counts: this run's unsaved part is added to them here, and is missing
+        from the store (logged).
+        """
+        refused: Exception | None = None
         try:
             with anyio.fail_after(_SAVE_TIMEOUT):
                 await self.save()
-                return await read_shared_counts(self._coordination)
+        except _OUT_OF_REACH as exc:
+            refused = exc
+        unsaved = {key: total - self._saved[key] for key, total in self._totals().items()}
+        try:
+            with anyio.fail_after(_SAVE_TIMEOUT):
+                so_far = await read_shared_counts(self._coordination)
         except _OUT_OF_REACH as exc:
             logger.warning("the job's counts are out of reach, this run's are not in them: %s", exc)
             return None
+        if refused is None or not any(unsaved.values()):
+            return so_far
+        logger.info("the job's store took no more writes, this run's last counts are not in it: %s", refused)
+        return _plus(so_far, unsaved)
+
+
+def _plus(saved: StatsSnapshot | None, unsaved: dict[str, int]) -> StatsSnapshot:
+    """The job's counts as saved (None: none yet) with a run's unsaved deltas (`COUNTER_KEYS`) added."""
+    base = saved or StatsSnapshot()
+    fields = {field: getattr(base, field) + unsaved[f"stats/{field}"] for field in _FIELDS}
+    return msgspec.structs.replace(
+        base, **fields, elapsed=base.elapsed + unsaved[_ELAPSED] / 1000, runs=base.runs + unsaved[_RUNS]
+    )
 
 
 async def read_shared_counts(coordination: Coordination) -> StatsSnapshot | None:
