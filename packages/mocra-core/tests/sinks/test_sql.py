@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 import pytest
 import sqlalchemy as sa
@@ -195,3 +197,35 @@ async def test_a_connection_the_server_dropped_is_replaced(table: str) -> None:
         assert ended == [(True,)]
         await sink.write([{"id": 2}])
     assert [row["id"] for row in rows(POSTGRES_URL, table)] == [1, 2]
+
+
+async def test_two_workers_making_the_table_at_once_is_retryable(
+    url: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two workers' first batches: both find no table, both make it at once; the one that loses is retried
+    both = threading.Barrier(2, timeout=10)
+    create_all = sa.MetaData.create_all
+
+    def at_once(self: sa.MetaData, bind: sa.Connection, *args: Any, **kwargs: Any) -> None:
+        both.wait()
+        create_all(self, bind, *args, **kwargs)
+
+    failed: list[SinkError] = []
+
+    async def first_batch(sink: SqlSink, item: dict[str, int]) -> None:
+        try:
+            await sink.write([item])
+        except SinkError as exc:
+            failed.append(exc)
+            assert exc.retryable, exc  # the same write again finds the table the other worker made
+            await sink.write([item])
+
+    async with SqlSink(url, table, key=("id",)) as first, SqlSink(url, table, key=("id",)) as second:
+        with monkeypatch.context() as patch:
+            patch.setattr(sa.MetaData, "create_all", at_once)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first_batch, first, {"id": 1})
+                tg.start_soon(first_batch, second, {"id": 2})
+
+    assert sorted(row["id"] for row in rows(url, table)) == [1, 2]
+    print(f"{len(failed)} of 2 first batches lost the race: {failed}")

@@ -154,13 +154,16 @@ class SqlSink(SinkContext):
     def _write(self, rows: list[dict[str, Any]]) -> None:
         assert self._engine is not None
         fields = list(dict.fromkeys(name for row in rows for name in row))
+        shaping = False  # making the table or its columns, which another worker may be doing at once
         try:
             with self._engine.begin() as db:
+                shaping = True
                 table = self._columns_for(db, rows, fields)
+                shaping = False
                 db.execute(self._statement(table, fields), [{f: row.get(f) for f in fields} for row in rows])
         except sa.exc.SQLAlchemyError as exc:
             self._table = None  # a table or columns made in the failed transaction are gone: read it again
-            raise self._error(exc) from None
+            raise self._error(exc, shaping=shaping) from None
 
     def _columns_for(self, db: sa.Connection, rows: list[dict[str, Any]], fields: list[str]) -> sa.Table:
         """The table, created or given the columns `fields` need first (in the batch's transaction)."""
@@ -207,10 +210,17 @@ class SqlSink(SinkContext):
     def _where(self) -> str:
         return f"table {self.table_name!r} of {redact(self.url)!r}"
 
-    def _error(self, exc: sa.exc.SQLAlchemyError) -> SinkError:
-        """A `SinkError` for a database error: retryable when the connection failed, not when the data did."""
-        retryable = isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) or (
-            isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated
+    def _error(self, exc: sa.exc.SQLAlchemyError, *, shaping: bool = False) -> SinkError:
+        """A `SinkError` for a database error: retryable when the connection failed, not when the data did.
+
+        An error while making the table or a column (`shaping`) is retryable too: another worker of the
+        job may have made the same one at the same moment (PostgreSQL then refuses the second with a
+        duplicate key in its catalog), and the write done again finds it.
+        """
+        retryable = (
+            shaping
+            or isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+            or (isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated)
         )
         detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         return SinkError(f"cannot write {self._where()}: {detail}", retryable=retryable)
