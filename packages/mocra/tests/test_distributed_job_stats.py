@@ -144,7 +144,8 @@ def test_each_worker_reports_its_run_and_the_jobs_counts(
     jobs = {name: job_line(out) for name, out in outs.items()}
     assert hits == sum(pages for pages, _, _ in runs.values()) == PAGES  # no kill: each fetch counted once
     # the worker whose last save came last saw the other's too: its job line is the whole job, exactly
-    last = max((job for job in jobs.values() if job is not None), key=lambda job: job.pages, default=None)
+    seen = [job for job in jobs.values() if job is not None]
+    last = max(seen, key=lambda job: (job.pages, job.elapsed), default=None)
     assert last is not None, outs
     assert (last.runs, last.pages, last.items, last.errors, last.dead) == (2, hits, written, 0, 0), outs
     assert last.elapsed == pytest.approx(sum(elapsed for _, _, elapsed in runs.values()), abs=0.2), outs

@@ -80,8 +80,8 @@ class JobCounts(Protocol):
     async def ended(self) -> None:
         """The job was found finished: save now, while its other workers are still up; never raises.
 
-        The run's crawl time ends here (draining after it is not crawling). On a cluster this matters:
-        the last node to stop has no majority left, so only a save made now reaches the job's counts.
+        On a cluster this matters: the last node to stop has no majority left, so what it did is in the
+        job's store only if saved now (`finish` then adds the rest to the counts it reports).
         """
         ...
 
@@ -148,7 +148,6 @@ class SharedCounts:
         self._coordination = coordination
         self._stats = stats
         self._saved = dict.fromkeys(COUNTER_KEYS, 0)  # what this run added to each counter so far
-        self._elapsed: float | None = None  # the run's crawl time, once the job was found finished
 
     @property
     def settled(self) -> None:
@@ -161,7 +160,7 @@ class SharedCounts:
     def _totals(self) -> dict[str, int]:
         stats = self._stats
         totals = {f"stats/{field}": getattr(stats, field) for field in _FIELDS}
-        totals[_ELAPSED] = round((stats.elapsed if self._elapsed is None else self._elapsed) * 1000)
+        totals[_ELAPSED] = round(stats.elapsed * 1000)
         totals[_RUNS] = 1
         return totals
 
@@ -173,7 +172,6 @@ class SharedCounts:
                 self._saved[key] = total
 
     async def ended(self) -> None:
-        self._elapsed = self._stats.elapsed
         with anyio.move_on_after(_SAVE_TIMEOUT, shield=True):  # cut mid-`incr`, a count could be added twice
             try:
                 await self.save()
