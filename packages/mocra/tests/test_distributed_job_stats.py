@@ -20,14 +20,12 @@ import pytest
 from mocra_core.testing import Handler, LocalServer, ServerRequest, ServerResponse
 
 from .tree_crawl import (
-    NATS_URL,
-    REDIS_URL,
     SharedJob,
-    fresh_job,
     items,
     kill,
     mocra,
     page_hits,
+    redis_or_nats_job,
     serving,
     start_crawl,
     tree_page,
@@ -97,12 +95,8 @@ class FetchLog:
 @pytest.fixture(params=["redis", "nats"])
 def broker_job(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[SharedJob]:
     """A fresh job on Redis (coordination on the same Redis) or NATS (coordination in LMDB)."""
-    if request.param == "redis":
-        queue, extra = REDIS_URL, []
-    else:
-        queue, extra = NATS_URL, ["-s", f"coordination.url=lmdb://{tmp_path / 'coordination'}"]
-    with fresh_job(queue) as job:
-        yield SharedJob(queue, job, extra)
+    with redis_or_nats_job(request.param, tmp_path) as job:
+        yield job
 
 
 @pytest.fixture

@@ -17,12 +17,10 @@ import pytest
 from mocra_core.testing import LocalServer
 
 from .tree_crawl import (
-    NATS_URL,
-    REDIS_URL,
     SharedJob,
-    fresh_job,
     items,
     kill,
+    redis_or_nats_job,
     serving,
     start_crawl,
     tree_page,
@@ -46,12 +44,8 @@ def site() -> Iterator[LocalServer]:
 @pytest.fixture(params=["redis", "nats"])
 def job(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[SharedJob]:
     """A fresh job on Redis, or on NATS with an LMDB coordination store."""
-    if request.param == "redis":
-        queue, extra = REDIS_URL, []
-    else:
-        queue, extra = NATS_URL, ["-s", f"coordination.url=lmdb://{tmp_path / 'coordination'}"]
-    with fresh_job(queue) as name:
-        yield SharedJob(queue, name, extra)
+    with redis_or_nats_job(request.param, tmp_path) as job:
+        yield job
 
 
 def test_the_survivor_of_a_sigkill_finishes_within_seconds_with_default_settings(

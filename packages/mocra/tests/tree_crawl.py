@@ -195,6 +195,17 @@ def fresh_job(queue: str, prefix: str = "t") -> Iterator[str]:
             anyio.run(_delete_nats_streams, f"mocra-{job}")
 
 
+@contextlib.contextmanager
+def redis_or_nats_job(backend: str, tmp_path: pathlib.Path) -> Iterator[SharedJob]:
+    """A fresh job on Redis (coordination on the same Redis) or NATS (coordination in LMDB in `tmp_path`)."""
+    if backend == "redis":
+        queue, extra = REDIS_URL, []
+    else:
+        queue, extra = NATS_URL, ["-s", f"coordination.url=lmdb://{tmp_path / 'coordination'}"]
+    with fresh_job(queue) as job:
+        yield SharedJob(queue, job, extra)
+
+
 def _delete_redis_keys(prefix: str) -> None:
     import redis
 
