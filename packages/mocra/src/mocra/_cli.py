@@ -77,7 +77,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         builder.module(spider, sink)
     progress = ProgressLine(sys.stderr)
     result = builder.run(progress=progress.update)
-    progress.finish()
+    progress.finish(result.stats)
     print_summary(result, sys.stdout, output=args.output)
     code = _EXIT_CODES.get(result.reason, 0)
     return NOTHING_CRAWLED if code == 0 and result.nothing_crawled is not None else code

@@ -40,7 +40,7 @@ def run_demo(*, output: str, books: int, stream: TextIO, progress: ProgressLine 
     stream.write(f"mocra demo: crawling an offline bookshop of {books} books on 127.0.0.1\n")
     result = anyio.run(crawl_demo, site, output, progress)
     if progress is not None:
-        progress.finish()
+        progress.finish(result.stats)
     print_summary(result, stream, output=output)
     lines = pathlib.Path(output).read_bytes().splitlines()
     got = sorted(msgspec.json.decode(line)["url"] for line in lines)

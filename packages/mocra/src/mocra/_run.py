@@ -119,7 +119,7 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         f"({s.pages_per_second:.0f} pages/s)",
         *_job_so_far(result.job),
         f"  requests {s.requests}, retries {s.retries}, errors {s.errors}, "
-        f"dead letters {result.dead_letters}",
+        f"dead letters {s.dead_lettered}{_queued_dead_letters(result)}",
         f"  status {s.status}",
         f"  dropped {s.dropped or {}}",
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
@@ -156,6 +156,13 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
     if outputs:
         lines.append(f"  items written to {', '.join(redact(o) for o in outputs)}")
     stream.write("\n".join(lines) + "\n")
+
+
+def _queued_dead_letters(result: CrawlResult) -> str:
+    """The dead-letter queues' size when it is not this run's count (earlier runs', other workers')."""
+    if result.dead_letters == result.stats.dead_lettered:
+        return ""
+    return f" ({result.dead_letters} in the dead-letter queues)"
 
 
 def _job_so_far(job: StatsSnapshot | None) -> list[str]:

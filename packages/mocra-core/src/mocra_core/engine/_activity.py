@@ -12,7 +12,10 @@ ran while they were read: `quiet()` before and `unchanged(mark)` after the reads
 Other workers' writes are not seen here; the engine reads twice, some time apart, for them.
 
 `settled`, if given, is called after every ack, nack and dead-letter that worked: a job dir saves its
-counts there, so they stay in step with the work its queue holds as done.
+counts there, so they stay in step with the work its queue holds as done. `dead_lettered`, if given, is
+called for every message this process sends to a dead-letter queue, whether a stage asked for it
+(`dead_letter`) or the queue moved it there because its attempts ran out (`nack` at `max_attempts`): the
+one place the run's dead-letter count is kept, so it agrees with the queue.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class ActivityQueue:
     Args:
         inner: The queue.
         settled: Called after each ack, nack and dead-letter that worked (not after one that raised).
+        dead_lettered: Called after each message this process sent to a dead-letter queue.
+        max_attempts: The queue's `max_attempts`: a `nack` of a delivery on that attempt dead-letters it.
 
     Example:
         >>> import anyio
@@ -48,13 +53,22 @@ class ActivityQueue:
         (True, False)
     """
 
-    __slots__ = ("_busy", "_done", "_settled", "inner")
+    __slots__ = ("_busy", "_dead_lettered", "_done", "_max_attempts", "_settled", "inner")
 
-    def __init__(self, inner: QueueBackend, *, settled: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        inner: QueueBackend,
+        *,
+        settled: Callable[[], None] | None = None,
+        dead_lettered: Callable[[], None] | None = None,
+        max_attempts: int | None = None,
+    ) -> None:
         self.inner = inner
         self._busy = 0
         self._done = 0
         self._settled = settled
+        self._dead_lettered = dead_lettered
+        self._max_attempts = max_attempts
 
     def quiet(self) -> int | None:
         """A mark to pass to `unchanged`, or None while a write of this process is in flight."""
@@ -106,6 +120,9 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        limit = self._max_attempts
+        if self._dead_lettered is not None and limit is not None and delivery.attempt >= limit:
+            self._dead_lettered()
         if self._settled is not None:
             self._settled()
 
@@ -117,6 +134,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._dead_lettered is not None:
+            self._dead_lettered()
         if self._settled is not None:
             self._settled()
 

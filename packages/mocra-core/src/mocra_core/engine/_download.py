@@ -214,7 +214,6 @@ class DownloadStage:
     async def _dead_letter(
         self, delivery: Delivery, module: CompiledModule, request: Request, why: str
     ) -> None:
-        self._stats.dead_lettered += 1
         await self._router.unit_done(module, request.run, request.account, _node(request))
         await self._queue.dead_letter(delivery, reason=why)
 

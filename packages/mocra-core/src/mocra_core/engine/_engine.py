@@ -228,7 +228,12 @@ class Engine:
             # the queue opens once all else is up: a run failing at start leaves no streams on a broker
             settled = None if counts is None else counts.settled  # after every ack
             queue = await stack.enter_async_context(
-                ActivityQueue(open_queue_for(settings, job, name), settled=settled)
+                ActivityQueue(
+                    open_queue_for(settings, job, name),
+                    settled=settled,
+                    dead_lettered=self._stats.dead_letter,
+                    max_attempts=settings.queue.max_attempts,
+                )
             )
             self._queue = queue
             where = f"job dir {job.path}" if job is not None else f"job {name!r}"

@@ -143,7 +143,6 @@ class GenerateStage:
             await self._queue.ack([delivery])
             return
         self._stats.errors += 1
-        self._stats.dead_lettered += 1
         logger.error("generate of %s/%s failed: %s", task.module, task.node, exc, exc_info=exc)
         await self._router.unit_done(module, task.run, task.account, task.node)
         await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())

@@ -121,6 +121,7 @@ class ParseStage:
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
         except SinkWriteFailed as exc:
+            self._stats.errors += 1
             await self._dead_letter(delivery, module, node, str(exc))
             return
         except TRANSIENT as exc:  # the seen set, coordination store or broker is out of reach for now
@@ -177,7 +178,6 @@ class ParseStage:
 
     async def _dead_letter(self, delivery: Delivery, module: CompiledModule, node: str, reason: str) -> None:
         request = delivery.payload.request  # type: ignore[attr-defined]
-        self._stats.dead_lettered += 1
         await self._router.unit_done(module, request.run, request.account, node)
         await self._queue.dead_letter(delivery, reason=reason)
 

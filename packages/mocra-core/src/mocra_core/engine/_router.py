@@ -80,7 +80,6 @@ class Router:
             logger.error(
                 "%s: its messages are dead-lettered; run every worker of a job with the same spiders", reason
             )
-        self._stats.dead_lettered += 1
         await self._queue.dead_letter(delivery, reason=reason)
 
     async def admit(

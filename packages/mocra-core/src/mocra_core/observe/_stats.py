@@ -87,6 +87,19 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
 class Stats:
     """Mutable counters of one run. Not thread-safe: update it from the event loop only.
 
+    Each counter has one definition, which the live progress line and the final summary both show:
+
+    - `requests`: downloads started (a retry is one more); `responses`: downloads that got an HTTP answer,
+      any status; `retries`: requests handed back for another attempt.
+    - `bytes`: body bytes received, after decoding, including those of a body cut at
+      `download.max_body_bytes`.
+    - `errors`: failures of code: a callback, middleware, sink or downloader that raised, and `ctx.error`
+      reports. A server's error status is not one (see `status`); a failure usually dead-letters its
+      message too, and is counted in both.
+    - `dead_lettered`: messages this run sent to a dead-letter queue, by any stage or by the queue itself
+      when their attempts ran out (`queue.max_attempts`).
+    - `dropped`: requests and items left out on purpose, by reason (duplicate, robots, max_depth, ...).
+
     Example:
         >>> s = Stats()
         >>> s.response("example.com", 200, 1024, 0.05)
@@ -117,6 +130,10 @@ class Stats:
         self.domains[domain] += 1
         self.bytes += size
         self.latency.record(elapsed)
+
+    def dead_letter(self) -> None:
+        """Count one message sent to a dead-letter queue."""
+        self.dead_lettered += 1
 
     def drop(self, reason: str, count: int = 1) -> None:
         """Count requests or items dropped on purpose (duplicate, robots, middleware, depth)."""
