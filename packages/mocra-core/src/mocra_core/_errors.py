@@ -10,6 +10,7 @@ MocraError
         BodyTooLarge               the (decoded) body passed the configured cap (not retried)
         TooManyRedirects           the redirect cap was reached or a loop was found (not retried)
         UnfetchableURL  .url       the URL or a redirect's Location cannot be sent (not retried)
+        HopRefused  .url .reason   a redirect hop was refused (duplicate, robots): a drop, not a failure
     BackendError    .backend .url  a queue or coordination backend failed (credentials redacted in .url)
         BackendUnavailable         it cannot be reached (at start: names the URL; mid-run: after retries)
     PoisonMessage   .reason        a message cannot be decoded; it goes to the dead-letter queue
@@ -30,6 +31,7 @@ __all__ = (
     "ConfigError",
     "DownloadError",
     "DownloadTimeout",
+    "HopRefused",
     "InvalidURL",
     "MissingExtra",
     "MocraError",
@@ -93,16 +95,23 @@ class DownloadError(MocraError):
     refused one, a timeout, a corrupt transfer), false for the subclasses that mark a request which would
     fail the same way every time. This class attribute is the one place that decides; `RetryPolicy` reads it.
 
+    `received` is the number of body bytes received before the failure, counted as `len(Response.body)`
+    counts them for a complete response (after decoding): the stats' bytes received add it, so a body cut
+    at the cap is counted too. 0 when no body was read.
+
     Example:
         >>> DownloadError("connection reset").retryable, BodyTooLarge("over the cap").retryable
         (True, False)
+        >>> BodyTooLarge("over the cap", received=1200).received
+        1200
     """
 
     retryable: bool = True
 
-    def __init__(self, message: str, *, request: Request | None = None) -> None:
+    def __init__(self, message: str, *, request: Request | None = None, received: int = 0) -> None:
         super().__init__(message)
         self.request = request
+        self.received = received
 
 
 class DownloadTimeout(DownloadError):
@@ -153,6 +162,30 @@ def redact(url: str) -> str:
     userinfo, _, host = rest.rpartition("@")
     user, colon, _ = userinfo.partition(":")
     return f"{scheme}://{user}{':***' if colon else ''}@{host}"
+
+
+class HopRefused(DownloadError):
+    """A redirect hop was refused by the caller's hop check; the download stops there, on purpose.
+
+    `reason` is why (`"duplicate"`: the target was already seen; `"robots"`: robots.txt disallows it), the
+    engine counts the request as dropped for that reason (not an error, not a dead letter). `url` is the
+    refused target. A downloader that checks hops raises it from `download(request, hop=...)`; the engine
+    raises it too when it finds a downloader without the hook landed on a refused URL (`received` then
+    counts the body it fetched).
+
+    Example:
+        >>> err = HopRefused("http://a/book/12", "duplicate")
+        >>> err.url, err.reason, err.retryable
+        ('http://a/book/12', 'duplicate', False)
+    """
+
+    retryable = False
+
+    def __init__(self, url: str, reason: str, *, request: Request | None = None, received: int = 0) -> None:
+        where = f"{request.url} redirected to {url}" if request is not None else f"a redirect to {url}"
+        super().__init__(f"{where}: refused ({reason})", request=request, received=received)
+        self.url = url
+        self.reason = reason
 
 
 class BackendError(MocraError):

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any, Self
 import anyio
 import httpx
 
-from .._errors import DownloadError, DownloadTimeout, TooManyRedirects, UnfetchableURL
+from .._errors import DownloadError, DownloadTimeout, HopRefused, TooManyRedirects, UnfetchableURL
 from ..http import Response
 from ._decode import ACCEPT_ENCODING, BodyDecoder
+from ._protocol import Hop
 from ._settings import DownloadSettings
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from ..http import Request
+    from ._protocol import HopCheck
 
 __all__ = ("HttpxDownloader", "HttpxSession")
 
@@ -96,7 +98,9 @@ class HttpxDownloader:
     - Redirects are followed here, up to `max_redirects` hops, with loop detection (the same method, URL and
       cookies twice). 301/302 turn a POST into a body-less GET, 303 turns anything but HEAD into one (as
       browsers do); 307/308 keep method and body. Credentials (`Authorization`, an explicit `Cookie` header,
-      `Request.cookies`) are not sent to another host. `Response.url` is the final URL.
+      `Request.cookies`) are not sent to another host. `Response.url` is the final URL. `download(request,
+      hop=check)` asks `check` before sending each hop and stops with `HopRefused` when it refuses one
+      (`HopCheckingDownloader`); the engine passes its dedup and robots.txt check there.
     - Bodies are decoded (gzip, deflate; br with Brotli >= 1.2) while streaming and capped at
       `max_body_bytes` *after* decoding, so a gzip bomb stops at the cap. Headers stay as received
       (`Content-Encoding` included, as in httpx).
@@ -171,9 +175,18 @@ class HttpxDownloader:
             found = self._sessions[key] = HttpxSession(self, key)
         return found
 
-    async def download(self, request: Request) -> Response:
-        """Fetch `request`, following redirects; any HTTP status is a `Response` (see the class notes)."""
-        return await self._fetch(request, self._cookies)
+    async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
+        """Fetch `request`, following redirects; any HTTP status is a `Response` (see the class notes).
+
+        Args:
+            request: The request to send.
+            hop: Asked before each redirect hop is sent; a reason it returns stops the download.
+
+        Raises:
+            HopRefused: `hop` refused a redirect hop (it was not sent).
+            DownloadError: The exchange failed (see `Downloader`).
+        """
+        return await self._fetch(request, self._cookies, hop)
 
     async def aclose(self) -> None:
         """Close the pool (and every session's use of it); idempotent."""
@@ -199,14 +212,14 @@ class HttpxDownloader:
 
     # ------------------------------------------------------------------ the exchange
 
-    async def _fetch(self, request: Request, jar: httpx.Cookies) -> Response:
+    async def _fetch(self, request: Request, jar: httpx.Cookies, hop: HopCheck | None) -> Response:
         if self._closed:
             raise RuntimeError(f"downloader {self.name!r} is closed")
         timeout = request.timeout if request.timeout is not None else self.settings.total_timeout
         start = time.perf_counter()
         try:
             with anyio.fail_after(timeout):
-                url, resp, body = await self._exchange(request, jar)
+                url, resp, body = await self._exchange(request, jar, hop)
         except TimeoutError as exc:
             raise DownloadTimeout(
                 f"{request.method} {request.url} timed out: no complete response within {timeout}s "
@@ -225,7 +238,9 @@ class HttpxDownloader:
             merged[key.lower()] = (key, value)
         return list(merged.values())
 
-    async def _exchange(self, request: Request, jar: httpx.Cookies) -> tuple[str, httpx.Response, bytes]:
+    async def _exchange(
+        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None
+    ) -> tuple[str, httpx.Response, bytes]:
         method, url, content = request.method, request.url, request.body
         headers = self._headers(request)
         explicit_cookie = any(k.lower() == "cookie" for k, _ in headers) if request.headers else False
@@ -268,8 +283,13 @@ class HttpxDownloader:
             if next_url.host != host or next_url.scheme != http_request.url.scheme:
                 headers = [(k, v) for k, v in headers if k.lower() not in _CROSS_ORIGIN_DROP]
                 explicit_cookie = False
-            logger.debug("redirect %d %s -> %s", status, url, next_url)
-            url = str(next_url)
+            target = str(next_url)
+            if hop is not None:
+                refused = await hop(Hop(target, method, content, status))
+                if refused is not None:
+                    raise HopRefused(target, refused, request=request)
+            logger.debug("redirect %d %s -> %s", status, url, target)
+            url = target
 
     def _build(
         self, method: str, url: str, headers: list[tuple[str, str]], content: bytes | None, request: Request
@@ -384,9 +404,9 @@ class HttpxSession:
         """This session's cookie jar."""
         return self._cookies
 
-    async def download(self, request: Request) -> Response:
+    async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
         """Fetch `request` with this session's cookies (see `HttpxDownloader.download`)."""
-        return await self._parent._fetch(request, self._cookies)
+        return await self._parent._fetch(request, self._cookies, hop)
 
     async def aclose(self) -> None:
         """Forget this session's cookies; the parent's pool stays open."""

@@ -1,15 +1,38 @@
-"""`Downloader`: the seam between the engine and whatever fetches a `Request`."""
+"""`Downloader`: the seam between the engine and whatever fetches a `Request`; `Hop`, its redirect check."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Self, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from ..http import Request, Response
 
-__all__ = ("Downloader",)
+__all__ = ("Downloader", "Hop", "HopCheck", "HopCheckingDownloader", "checks_hops")
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """The next request of a redirect, as the downloader is about to send it.
+
+    `method` and `body` are the ones it will send (a 303, or a 301/302 after a POST, turns it into a
+    body-less GET); `status` is the redirect's status (0 when unknown: the engine's after-the-fact check
+    of a downloader without the hook).
+    """
+
+    url: str
+    method: str
+    body: bytes | None
+    status: int
+
+
+HopCheck: TypeAlias = Callable[[Hop], Awaitable[str | None]]
+"""Asked before each redirect hop is sent: `None` to follow it, or the reason to refuse it."""
 
 
 @runtime_checkable
@@ -50,3 +73,50 @@ class Downloader(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+class HopCheckingDownloader(Downloader, Protocol):
+    """A `Downloader` that lets its caller check every redirect hop before it is sent.
+
+    Contract (besides `Downloader`'s): before sending each redirect hop, `download` awaits `hop(Hop(...))`
+    with the absolute target. `None` follows it; a string stops the download with `HopRefused(url, reason)`
+    (the refused hop is not sent). What `hop` raises propagates unchanged (the engine's seen set or
+    robots.txt being out of reach is retried by the engine). The time `hop` takes counts towards the
+    request's total timeout. Without `hop`, `download` behaves as `Downloader.download`.
+
+    The engine tells such a downloader by its `download` accepting a keyword `hop` (see `checks_hops`);
+    for another one it checks only the final `Response.url`, after the fact.
+    """
+
+    async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
+        """Fetch `request`, following redirects that `hop` lets through, and return the final response."""
+        ...
+
+
+def checks_hops(downloader: Downloader) -> bool:
+    """Whether `downloader.download` takes a `hop` keyword (implements `HopCheckingDownloader`).
+
+    Example:
+        >>> class Plain:
+        ...     async def download(self, request): ...
+        >>> class Checking:
+        ...     async def download(self, request, *, hop=None): ...
+        >>> checks_hops(Plain()), checks_hops(Checking())  # type: ignore[arg-type]
+        (False, True)
+    """
+    return _takes_hop(type(downloader))
+
+
+_BY_KEYWORD = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_hop(cls: type) -> bool:
+    download = getattr(cls, "download", None)
+    if download is None:
+        return False
+    try:
+        parameter = inspect.signature(download).parameters.get("hop")
+    except (TypeError, ValueError):  # a callable without a signature
+        return False
+    return parameter is not None and parameter.kind in _BY_KEYWORD

@@ -55,7 +55,9 @@ class RobotsPolicy:
     - 5xx or a network error: allow everything. This is Scrapy's behaviour; RFC 9309 (and Google) would
       rather assume a full disallow until the server recovers. It is cached like a success.
 
-    Redirects are followed by the downloader. robots.txt itself is always allowed.
+    Redirects of robots.txt itself are followed by the downloader (unchecked); robots.txt itself is always
+    allowed. The engine asks `allows` about each redirect hop of a page as well (a new origin reached by a
+    hop has its robots.txt fetched then).
 
     Args:
         downloader: Fetches robots.txt (normally the crawl's default downloader, so politeness settings
@@ -87,11 +89,15 @@ class RobotsPolicy:
 
     async def allowed(self, request: Request) -> bool:
         """Whether robots.txt lets `user_agent` fetch `request.url`; fetches robots.txt on first use."""
-        origin = origin_of(request.url)
+        return await self.allows(request.url)
+
+    async def allows(self, url: str) -> bool:
+        """Whether robots.txt lets `user_agent` fetch `url` (a redirect's target, say); as `allowed`."""
+        origin = origin_of(url)
         rules = self._parsed.get(origin)
         if rules is None:
             rules = await self._load(origin)
-        return rules is _ALLOW_ALL or rules.can_fetch(request.url, self.user_agent)
+        return rules is _ALLOW_ALL or rules.can_fetch(url, self.user_agent)
 
     def crawl_delay(self, url_or_origin: str) -> float | None:
         """The cached `Crawl-delay` for `user_agent` at this origin (seconds), or `None` (unknown or unset).

@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
     from ..dedup import SeenSet
     from ..http import Request
+    from ..modules import CompiledModule
     from ..observe import Stats
     from ..queue import QueueBackend
 
-__all__ = ("REQUESTS", "Frontier")
+__all__ = ("REQUESTS", "Frontier", "seen_key", "seen_scope")
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +103,32 @@ class Frontier:
         return requests
 
 
-def _seen_key(request: Request, scope: str) -> bytes:
+def seen_scope(module: CompiledModule, request: Request) -> str:
+    """The dedup namespace of `request` (see `Frontier`): its module, account, or cron module run.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from mocra_core import Request
+        >>> shop, news = SimpleNamespace(name="shop", cron=None), SimpleNamespace(name="news", cron="@hourly")
+        >>> seen_scope(shop, Request("https://example.com/a", account="alice"))  # type: ignore[arg-type]
+        'shop:alice'
+        >>> seen_scope(news, Request("https://example.com/a", run="cron1700000000"))  # type: ignore[arg-type]
+        'news:cron1700000000'
+    """
+    if module.cron is not None:
+        return f"{module.name}:{request.run}"
+    return module.name if request.account is None else f"{module.name}:{request.account}"
+
+
+def seen_key(fingerprint: bytes, scope: str) -> bytes:
+    """The key a request's `fingerprint` has in the seen set within `scope` (the set is shared by scopes)."""
     if not scope:
-        return request.fingerprint
-    return hashlib.blake2b(request.fingerprint, digest_size=16, key=_scope_key(scope)).digest()
+        return fingerprint
+    return hashlib.blake2b(fingerprint, digest_size=16, key=_scope_key(scope)).digest()
+
+
+def _seen_key(request: Request, scope: str) -> bytes:
+    return seen_key(request.fingerprint, scope)
 
 
 @functools.lru_cache(maxsize=1024)
