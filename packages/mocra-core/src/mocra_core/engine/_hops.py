@@ -50,7 +50,7 @@ class HopGuard:
         """Download `request` with `downloader`, refusing hops (`HopRefused`) as the class notes say."""
         if self._seen is None and self._robots is None:
             return await downloader.download(request)
-        check = _Chain(self._seen, self._robots, request, seen_scope(module, request)).check
+        check = _Chain(self._seen, self._robots, request, module).check
         if checks_hops(downloader):
             return await cast("HopCheckingDownloader", downloader).download(request, hop=check)
         response = await downloader.download(request)
@@ -65,16 +65,17 @@ class HopGuard:
 class _Chain:
     """The hop check of one download: remembers the chain's own seen keys."""
 
-    __slots__ = ("_keys", "_request", "_robots", "_scope", "_seen")
+    __slots__ = ("_keys", "_module", "_request", "_robots", "_scope", "_seen")
 
     def __init__(
-        self, seen: SeenSet | None, robots: RobotsPolicy | None, request: Request, scope: str
+        self, seen: SeenSet | None, robots: RobotsPolicy | None, request: Request, module: CompiledModule
     ) -> None:
         self._seen = seen
         self._robots = robots
         self._request = request
-        self._scope = scope
-        self._keys: list[bytes] = []  # the request's own key first, computed at the first hop
+        self._module = module
+        self._scope = ""
+        self._keys: list[bytes] = []  # the own key first, made at the first hop (most have none)
 
     async def check(self, hop: Hop) -> str | None:
         if self._robots is not None and not await self._robots.allows(hop.url):
@@ -83,6 +84,7 @@ class _Chain:
             return None
         keys = self._keys
         if not keys:
+            self._scope = seen_scope(self._module, self._request)
             keys.append(seen_key(self._request.fingerprint, self._scope))
         key = seen_key(fingerprint(hop.method, hop.url, hop.body), self._scope)
         if key in keys:
