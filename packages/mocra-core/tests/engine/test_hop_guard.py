@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 import pytest
 
-from mocra_core import HopRefused, Mocra, MocraBuilder, Request, Response, on_item
+from mocra_core import HopRefused, Mocra, MocraBuilder, Request, on_item
 from mocra_core.dedup import MemorySeenSet, RedisSeenSet
 from mocra_core.download import HttpxDownloader, checks_hops
 from mocra_core.engine._hops import HopGuard
 from mocra_core.modules import compile_module
 from mocra_core.testing import LocalServer
 
-from .test_redirect_hops import LinkSpider, Page, page, redirect, robots
+from .test_crawl import CountingDownloader, Item, LinkSpider, page
+from .test_redirect_hops import redirect, robots
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -94,27 +95,6 @@ async def test_a_dont_filter_request_follows_a_seen_hop_and_marks_its_target(ser
     assert server.hits["/book"] == 2
 
 
-class PlainDownloader:
-    """A user downloader without the hop hook: it follows redirects unchecked."""
-
-    name = "plain"
-
-    def __init__(self) -> None:
-        self._inner = HttpxDownloader()
-
-    async def download(self, request: Request) -> Response:
-        return await self._inner.download(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
 async def test_a_downloader_without_the_hook_is_checked_on_its_final_url(
     builder: MocraBuilder, server: LocalServer
 ) -> None:
@@ -122,8 +102,8 @@ async def test_a_downloader_without_the_hook_is_checked_on_its_final_url(
     server.route("/next", page("/go/12"))
     server.route("/go/12", redirect("/book/12"))
     server.route("/book/12", page())
-    items: list[Page] = []
-    plain = PlainDownloader()
+    items: list[Item] = []
+    plain = CountingDownloader("default")  # without the hop hook
     assert not checks_hops(plain)
 
     result = await (
@@ -143,11 +123,11 @@ async def test_a_downloader_without_the_hook_does_not_parse_a_page_robots_txt_di
     server.route("/", page("/go"))
     server.route("/go", redirect("/private/secret.html"))
     server.route("/private/secret.html", page())
-    items: list[Page] = []
+    items: list[Item] = []
 
     result = await (
         Mocra.builder()
-        .downloader(PlainDownloader())
+        .downloader(CountingDownloader("default"))
         .spider(LinkSpider(server.url("/")), on_item(items.append))
         .run_async()
     )

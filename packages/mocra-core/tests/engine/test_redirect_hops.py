@@ -2,37 +2,14 @@
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 
-from mocra_core import Ctx, Mocra, MocraBuilder, Response, Spider, on_item
+from mocra_core import Mocra, MocraBuilder, on_item
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
+from .test_crawl import Item, LinkSpider, page
+
 pytestmark = pytest.mark.anyio
-
-
-class Page(msgspec.Struct):
-    url: str
-    status: int
-
-
-class LinkSpider(Spider[Page]):
-    """Emits one item per page and follows every link."""
-
-    name = "hops"
-
-    def __init__(self, *start: str) -> None:
-        self.start_urls = start  # type: ignore[misc]
-
-    async def parse(self, response: Response, ctx: Ctx[Page]) -> None:
-        ctx.emit(Page(url=response.url, status=response.status))
-        for href in response.links():
-            ctx.follow(href)
-
-
-def page(*links: str) -> ServerResponse:
-    anchors = "".join(f'<a href="{href}">{href}</a>' for href in links)
-    return ServerResponse(body=f"<html><body>{anchors}</body></html>")
 
 
 def redirect(location: str) -> ServerResponse:
@@ -44,7 +21,7 @@ def robots(*disallowed: str) -> ServerResponse:
     return ServerResponse(body="User-agent: *\n" + rules, headers={"Content-Type": "text/plain"})
 
 
-def parsed(items: list[Page], path: str) -> int:
+def parsed(items: list[Item], path: str) -> int:
     return sum(1 for item in items if item.url.endswith(path))
 
 
@@ -55,7 +32,7 @@ async def test_a_page_linked_directly_first_then_through_a_redirect_is_parsed_on
     server.route("/next", page("/go/12"))  # found only after /book/12 was queued
     server.route("/go/12", redirect("/book/12"))
     server.route("/book/12", page())
-    items: list[Page] = []
+    items: list[Item] = []
 
     result = await builder.spider(LinkSpider(server.url("/")), on_item(items.append)).run_async()
 
@@ -74,7 +51,7 @@ async def test_a_page_reached_through_a_redirect_first_then_linked_directly_is_p
     server.route("/go/12", redirect("/book/12"))
     server.route("/book/12", page("/again"))
     server.route("/again", page("/book/12"))  # found only after /book/12 was reached through the hop
-    items: list[Page] = []
+    items: list[Item] = []
 
     result = await builder.spider(LinkSpider(server.url("/")), on_item(items.append)).run_async()
 
@@ -97,7 +74,7 @@ async def test_a_redirect_back_to_the_requested_url_is_followed(
 
     server.route("/a", bounce)
     server.route("/set", ServerResponse(302, headers={"Location": "/a", "Set-Cookie": "seen=1; Path=/"}))
-    items: list[Page] = []
+    items: list[Item] = []
 
     result = await builder.spider(LinkSpider(server.url("/a")), on_item(items.append)).run_async()
 
@@ -112,7 +89,7 @@ async def test_a_redirect_to_a_path_robots_txt_disallows_is_not_fetched(server: 
     server.route("/", page("/go"))
     server.route("/go", redirect("/private/secret.html"))
     server.route("/private/secret.html", page())
-    items: list[Page] = []
+    items: list[Item] = []
 
     result = await Mocra.builder().spider(LinkSpider(server.url("/")), on_item(items.append)).run_async()
 
@@ -132,7 +109,7 @@ async def test_a_redirect_to_a_new_host_fetches_and_obeys_its_robots_txt(server:
         server.route("/away/public", redirect(other.url("/public.html")))
         other.route("/private/x.html", page())
         other.route("/public.html", page())
-        items: list[Page] = []
+        items: list[Item] = []
 
         result = await Mocra.builder().spider(LinkSpider(server.url("/")), on_item(items.append)).run_async()
 
@@ -161,7 +138,7 @@ async def test_a_request_retried_after_its_hop_still_gets_its_page(
     server.route("/go/7", redirect("/book/7"))
     server.route("/book/7", flaky)
     server.route("/again", page("/book/7"))  # a later direct link to the hop target is still a duplicate
-    items: list[Page] = []
+    items: list[Item] = []
 
     result = await builder.spider(LinkSpider(server.url("/")), on_item(items.append)).run_async()
 
