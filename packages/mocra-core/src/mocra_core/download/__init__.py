@@ -5,6 +5,7 @@ Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down
 `LmdbDomainGate` on one host, `RedisDomainGate` on many, the latter imported on first use as it needs the
 `redis` extra), `ShareLimiter` (a cluster without a gate: each node keeps to its share of the limits) and
 `RobotsPolicy` (robots.txt); `RetryPolicy` decides whether and when a failed download is tried again.
+A `HopCheckingDownloader` (as `HttpxDownloader`) lets the engine check each redirect `Hop` first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ._gate_limiter import GatedLimiter
 from ._gate_lmdb import LmdbDomainGate
 from ._httpx import HttpxDownloader, HttpxSession
 from ._limiter import DomainLimiter, DomainState, domain_of
-from ._protocol import Downloader
+from ._protocol import Downloader, Hop, HopCheck, HopCheckingDownloader, checks_hops
 from ._retry import RetryPolicy, RetrySettings, parse_retry_after
 from ._robots import RobotsPolicy, origin_of
 from ._settings import DEFAULT_HEADERS, DownloadSettings
@@ -37,6 +38,9 @@ __all__ = (
     "DownloadSettings",
     "Downloader",
     "GatedLimiter",
+    "Hop",
+    "HopCheck",
+    "HopCheckingDownloader",
     "HttpxDownloader",
     "HttpxSession",
     "LmdbDomainGate",
@@ -46,6 +50,7 @@ __all__ = (
     "RobotsPolicy",
     "ShareLimiter",
     "Ticket",
+    "checks_hops",
     "domain_of",
     "origin_of",
     "parse_retry_after",

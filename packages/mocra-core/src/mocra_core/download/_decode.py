@@ -161,6 +161,7 @@ class BodyDecoder:
             f"body of {self._request.url} {what} max_body_bytes={self._max} "
             f"(after decompression; raise download.max_body_bytes to accept it)",
             request=self._request,
+            received=self._size,
         )
 
     def finish(self) -> bytes:
