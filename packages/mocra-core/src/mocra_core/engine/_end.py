@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from ._download import RESPONSES
-from ._frontier import REQUESTS
-from ._generate import TASKS
+from ..topics import run_topics
 from ._seeding import all_seeded
 from ._transient import TRANSIENT
 
@@ -23,11 +21,10 @@ if TYPE_CHECKING:
     from ._budget import PageBudget
     from ._outage import Outage
 
-__all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "TOPICS", "EndCheck", "StopReason")
+__all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "EndCheck", "StopReason")
 
 logger = logging.getLogger(__name__)
 
-TOPICS = (TASKS, REQUESTS, RESPONSES)
 StopReason = Literal["finished", "interrupted", "max_pages", "unavailable", "lost"]
 IDLE_POLL = 0.01
 """Seconds between two looks at whether a one-process run is over."""
@@ -71,6 +68,7 @@ class EndCheck:
         self._coordination = coordination
         self._shared = shared
         self._modules = modules
+        self._topics = run_topics(modules)
         self._budget = budget
         self._interrupted = interrupted
         self._crons_running = crons_running
@@ -120,7 +118,7 @@ class EndCheck:
         return idle
 
     async def is_idle(self) -> bool:
-        """Nothing queued, leased or delayed on any topic.
+        """Nothing queued, leased or delayed on any topic of the run (`topics.run_topics`).
 
         Shared queues are checked twice, 0.2 s apart, once every module was seeded (another worker may
         still be seeding), and only count if no worker was active in between: each active worker bumps
@@ -145,7 +143,7 @@ class EndCheck:
         mark = self._queue.quiet()
         if mark is None:
             return False
-        for topic in TOPICS:
+        for topic in self._topics:
             if await self._queue.pending(topic):
                 return False
         return self._queue.unchanged(mark)

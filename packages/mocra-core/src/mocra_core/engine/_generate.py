@@ -10,6 +10,7 @@ import anyio
 
 from ..http import Request
 from ..modules import Task, TaskCtx
+from ..topics import TASKS
 from ._feeder import Feeder
 from ._transient import TRANSIENT, retry_later
 
@@ -21,11 +22,10 @@ if TYPE_CHECKING:
     from ._outage import Outage
     from ._router import Router
 
-__all__ = ("TASKS", "GenerateStage")
+__all__ = ("GenerateStage",)
 
 logger = logging.getLogger(__name__)
 
-TASKS = "task"
 _REJECTED_KEPT = 100  # invalid seeded URLs kept for the run's result
 _REJECTED_LOGGED = 10  # ... and logged, per task
 

@@ -1,4 +1,4 @@
-"""`ParseStage`: response queue → the node's parse → items to sinks, follow-ups and tasks onward."""
+"""`ParseStage`: each module's response queue → the node's parse → items to sinks, follow-ups onward."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..modules import Ctx
+from ..topics import is_response_topic
 from ._acker import Acker
-from ._feeder import Feeder
 from ._items import SinkWriteFailed
+from ._lanes import ParseLanes
 from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
@@ -31,11 +32,12 @@ __all__ = ("ParseStage",)
 
 logger = logging.getLogger(__name__)
 
-_RESPONSES = "response"
-
 
 class ParseStage:
-    """Runs parse workers.
+    """Runs parse workers: `parse_workers` per module, each module's fed from its own response topic.
+
+    A module's slow parse or sink holds only its own lane (see `ParseLanes`); `writers` holds each
+    module's sink writer by module name, and names the lanes.
 
     A response is acknowledged only after its items are written and its follow-ups and tasks are queued,
     in batches by an `Acker` while the worker goes on with the next response;
@@ -64,30 +66,37 @@ class ParseStage:
         self._unparsed = unparsed  # with direct parse: whether a redelivered request reached parse before
         self._stopping = False
         self._outage = outage
-        self._feeder = Feeder(queue, _RESPONSES, "parse", lambda: self._stopping, drain=True, outage=outage)
+        self._lanes = ParseLanes(queue, writers, lambda: self._stopping, outage=outage)
         self._acker: Acker | None = None  # while running
         self.parsed = 0  # responses parsed whose items were written and follow-ups queued, in this run
 
     def stop(self) -> None:
-        """Return once the response queue is empty (call after the download stage has stopped)."""
+        """Return once the response queues are empty (call after the download stage has stopped)."""
         self._stopping = True
+        self._lanes.stop()
 
     def halt(self) -> None:
         """Take no new responses, now (no drain); workers finish the one they hold."""
         self._stopping = True
-        self._feeder.halt()
+        self._lanes.halt()
 
     async def hand(self, delivery: Delivery) -> bool:
-        """Have `delivery` (its payload a `Response`) parsed, waiting for a free worker; False if stopped."""
-        return await self._feeder.hand(delivery)
+        """Have `delivery` (its payload a `Response`) parsed by an idle worker of its module's lane.
+
+        Never waits: False (nothing done) when no worker of the lane is idle, or once stopped; the
+        caller then queues the response on the module's topic.
+        """
+        node: str | None = delivery.payload.request.node  # type: ignore[attr-defined]
+        return await self._lanes.hand((node or "").partition("/")[0], delivery)
 
     async def run(self, workers: int) -> None:
-        """Run the workers until `stop` is called and no response is left, then ack what is left."""
-        self._acker = acker = Acker(self._queue, limit=workers, after=self._acked, outage=self._outage)
+        """Run `workers` workers per module until `stop` is called and no response is left, then ack."""
+        limit = workers * (len(self._lanes) + 1)  # every lane's workers, the legacy one's too
+        self._acker = acker = Acker(self._queue, limit=limit, after=self._acked, outage=self._outage)
         async with anyio.create_task_group() as tg:
             tg.start_soon(acker.run, name="parse-acker")
             try:
-                await self._feeder.run(workers, self._handle)
+                await self._lanes.run(workers, self._handle)
             finally:
                 acker.close()
 
@@ -184,4 +193,4 @@ class ParseStage:
 
 def _handed_over(delivery: Delivery) -> bool:
     """Whether `delivery` is a request the download stage handed over directly (its payload the response)."""
-    return delivery.topic != _RESPONSES
+    return not is_response_topic(delivery.topic)

@@ -7,7 +7,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..modules import Task
-from ._generate import TASKS
+from ..topics import TASKS
+from ._frontier import seen_scope
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -97,9 +98,7 @@ class Router:
                 if request.downloader is None:
                     request.downloader = module.downloader
         first = requests[0]
-        scope = module.name if first.account is None else f"{module.name}:{first.account}"
-        if module.cron is not None:
-            scope = f"{module.name}:{first.run}"
+        scope = seen_scope(module, first)
         key = self._key(module.name, first.account)
         admitted = await self._frontier.submit(requests, scope=scope, redelivered=redelivered, key=key)
         if module.fan_in and admitted:

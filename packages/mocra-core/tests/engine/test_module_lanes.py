@@ -1,0 +1,241 @@
+"""Each module parses in its own lane: one module's slow sink does not stall another module's pages."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+import redis
+
+from mocra_core import Ctx, Mocra, MocraBuilder, Request, Response, Spider, on_item
+from mocra_core.engine import EngineCodec
+from mocra_core.engine._feeder import Feeder
+from mocra_core.modules import SPIDER_NODE
+from mocra_core.queue import Delivery, LmdbQueue, MemoryQueue, QueueBackend, open_queue
+from mocra_core.testing import LocalServer, ServerResponse
+from mocra_core.topics import RESPONSES, module_of, response_topic
+
+pytestmark = pytest.mark.anyio
+
+FAST_PAGES = 2000
+SLOW_PAGES = 16
+PARSE_WORKERS = 4
+REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+class Pages(Spider[dict[str, Any]]):
+    """One item per start URL."""
+
+    def __init__(self, name: str, *start: str) -> None:
+        self.name = name  # type: ignore[misc]
+        self.start_urls = start  # type: ignore[misc]
+
+    async def parse(self, response: Response, ctx: Ctx[dict[str, Any]]) -> None:
+        ctx.emit({"module": self.name, "url": response.url})
+
+
+class SlowSink:
+    """A sink that takes a second per write (a slow database)."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def write(self, items: Sequence[object]) -> None:
+        await anyio.sleep(1.0)
+        self.items.extend(items)
+
+
+class Clock:
+    """Records when each item reached the sink."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.last = 0.0
+
+    def __call__(self, item: Any) -> None:
+        self.items.append(item)
+        self.last = time.monotonic()
+
+
+def site(server: LocalServer) -> None:
+    for i in range(FAST_PAGES):
+        server.route(f"/fast/{i}", ServerResponse(body=f"<p>{i}</p>"))
+    for i in range(SLOW_PAGES):
+        server.route(f"/slow/{i}", ServerResponse(body=f"<p>{i}</p>"))
+
+
+def lanes_builder(direct: str) -> MocraBuilder:
+    return Mocra.builder().set(
+        "crawl.obey_robots=false", f"crawl.parse_workers={PARSE_WORKERS}", f"crawl.direct_parse={direct}"
+    )
+
+
+def fast(server: LocalServer) -> Pages:
+    return Pages("fast", *(server.url(f"/fast/{i}") for i in range(FAST_PAGES)))
+
+
+def slow(server: LocalServer) -> Pages:
+    return Pages("slow", *(server.url(f"/slow/{i}") for i in range(SLOW_PAGES)))
+
+
+@pytest.mark.parametrize("direct", ["true", "false"])
+async def test_a_slow_sink_does_not_stall_another_module(server: LocalServer, direct: str) -> None:
+    site(server)
+    alone = Clock()
+    started = time.monotonic()
+    result: Any = await lanes_builder(direct).spider(fast(server), on_item(alone)).run_async()
+    alone_time = alone.last - started
+    assert result.ok and len(alone.items) == FAST_PAGES
+
+    beside = Clock()
+    sink = SlowSink()
+    started = time.monotonic()
+    result = await (
+        lanes_builder(direct).spider(slow(server), sink).spider(fast(server), on_item(beside)).run_async()
+    )
+    beside_time = beside.last - started
+
+    assert result.ok and len(beside.items) == FAST_PAGES and len(sink.items) == SLOW_PAGES
+    # the slow sink's writes (4 pages a second) take ~4 s; the fast module keeps its pace meanwhile
+    assert time.monotonic() - started > 3.0
+    assert beside_time < 1.3 * alone_time, (beside_time, alone_time)
+
+
+async def test_a_sink_shared_by_two_modules_gets_every_item_once(server: LocalServer) -> None:
+    site(server)
+    got: list[Any] = []
+    shared = on_item(got.append)
+
+    result: Any = await (
+        lanes_builder("true")
+        .spider(Pages("a", *(server.url(f"/fast/{i}") for i in range(50))), shared)
+        .spider(Pages("b", *(server.url(f"/slow/{i}") for i in range(SLOW_PAGES))), shared)
+        .run_async()
+    )
+
+    assert result.ok
+    assert sorted((item["module"], item["url"]) for item in got) == sorted(
+        [("a", server.url(f"/fast/{i}")) for i in range(50)]
+        + [("b", server.url(f"/slow/{i}")) for i in range(SLOW_PAGES)]
+    )
+
+
+async def test_direct_parse_queues_a_response_on_its_module_topic_when_the_lane_is_busy(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site(server)
+    published: list[str] = []
+    publish = MemoryQueue.publish
+
+    async def spy(self: MemoryQueue, topic: str, payloads: Sequence[object], **kw: Any) -> None:
+        published.append(topic)
+        await publish(self, topic, payloads, **kw)
+
+    monkeypatch.setattr(MemoryQueue, "publish", spy)
+    sink = SlowSink()
+
+    result: Any = await lanes_builder("true").spider(slow(server), sink).run_async()
+
+    assert result.ok and sorted(item["url"] for item in sink.items) == sorted(
+        server.url(f"/slow/{i}") for i in range(SLOW_PAGES)
+    )
+    assert server.hits == {f"/slow/{i}": 1 for i in range(SLOW_PAGES)}
+    # the lane's 4 workers wait on the sink: the other pages went through the module's topic
+    assert published.count(response_topic("slow")) >= SLOW_PAGES - 2 * PARSE_WORKERS
+    assert "response" not in published
+
+
+async def test_hand_without_waiting_takes_only_an_idle_worker() -> None:
+    release = anyio.Event()
+    handled: list[object] = []
+
+    async def handle(delivery: Delivery) -> None:
+        handled.append(delivery.payload)
+        await release.wait()
+
+    async with MemoryQueue() as queue:
+        feeder = Feeder(queue, "t", "g", lambda: False, wait=0.01)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feeder.run, 1, handle)
+            await anyio.sleep(0.01)
+            assert await feeder.hand(Delivery("1", "t", "a", None, 0, 1, 0.0), wait=False)
+            await anyio.sleep(0.01)
+            assert not await feeder.hand(Delivery("2", "t", "b", None, 0, 1, 0.0), wait=False)  # busy
+            release.set()
+            await anyio.sleep(0.01)
+            assert await feeder.hand(Delivery("3", "t", "c", None, 0, 1, 0.0), wait=False)
+            await anyio.sleep(0.01)
+            feeder.halt()
+        assert handled == ["a", "c"]
+
+
+def legacy_response(server: LocalServer, path: str, module: str) -> Response:
+    """A response as a version before lanes queued it: on the `response` topic, for any module."""
+    url = server.url(path)
+    return Response(
+        url, 200, [("Content-Type", "text/html")], b"<p>old</p>", Request(url, node=f"{module}/{SPIDER_NODE}")
+    )
+
+
+@pytest.mark.parametrize("backend", ["job_dir", "redis"])
+async def test_responses_left_in_the_legacy_topic_are_parsed(
+    server: LocalServer, tmp_path: pathlib.Path, backend: str
+) -> None:
+    site(server)
+    job = f"lanes{uuid.uuid4().hex[:12]}"
+    if backend == "job_dir":
+        builder = lanes_builder("true").job_dir(str(tmp_path / "job"))
+        opened: QueueBackend = LmdbQueue(str(tmp_path / "job" / "queue"), codec=EngineCodec())
+    else:
+        builder = lanes_builder("true").set(f"queue.url={REDIS_URL!r}", f"crawl.job={job!r}")
+        opened = open_queue(REDIS_URL, codec=EngineCodec(), namespace=f"mocra-{job}")
+    async with opened as queue:
+        await queue.publish(
+            RESPONSES, [legacy_response(server, "/old/a", "a"), legacy_response(server, "/old/b", "b")]
+        )
+    items: list[Any] = []
+    try:
+        result: Any = await (
+            builder.spider(Pages("a", server.url("/fast/1")), on_item(items.append))
+            .spider(Pages("b", server.url("/fast/2")), on_item(items.append))
+            .run_async()
+        )
+    finally:
+        if backend == "redis":
+            delete_keys(f"mocra-{job}")
+
+    assert result.ok
+    assert sorted((item["module"], item["url"]) for item in items) == [
+        ("a", server.url("/fast/1")), ("a", server.url("/old/a")),
+        ("b", server.url("/fast/2")), ("b", server.url("/old/b")),
+    ]  # fmt: skip
+    assert "/old/a" not in server.hits  # parsed from the queue, not downloaded again
+
+
+def delete_keys(prefix: str) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        for key in client.scan_iter(match=f"{prefix}*", count=1000):
+            client.delete(key)
+    finally:
+        client.close()
+
+
+def test_module_topics_are_plain_and_distinct() -> None:
+    names = ["books", "my_books", "books-eu", "books.eu", "books/eu", "Bücher", "a-2d-b", "a{b}", "a b"]
+    topics = [response_topic(name) for name in names]
+    assert len(set(topics)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", topic) for topic in topics)
+    assert [module_of(topic) for topic in topics] == names
