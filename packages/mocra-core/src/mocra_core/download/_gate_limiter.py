@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from ._gate import DomainGate
     from ._limiter import DomainLimiter, DomainState
+    from ._permit import Permit
 
 __all__ = ("POLL_MAX", "POLL_MIN", "REUSE_FOR", "SPARE_IDLE", "TICKET_TTL", "GatedLimiter")
 
@@ -76,7 +77,8 @@ class GatedLimiter:
 
     A slot first waits in this process's `DomainLimiter` (first come, first served; its delay, adaptive
     slow-down and `Retry-After` blocks), then takes a ticket from the gate, which every worker of the job
-    shares, and sleeps until the start the ticket reserved. What holds where:
+    shares, and sleeps until the start the ticket reserved. `try_acquire` + `admit` is the form that never
+    waits for a full domain (the download stage parks the request instead). What holds where:
 
     - **Job-wide** (the gate): at most the domain's concurrency in flight across all workers, and request
       starts at least the domain's delay apart across all workers (plus the asking worker's adaptive
@@ -144,6 +146,9 @@ class GatedLimiter:
         "ttl",
     )
 
+    needs_admit = True
+    """A permit of `try_acquire` must pass `admit` (the job-wide gate) before its request starts."""
+
     def __init__(
         self,
         local: DomainLimiter,
@@ -199,20 +204,63 @@ class GatedLimiter:
         """A snapshot of this worker's limits of one domain."""
         return self.local.state(url_or_domain)
 
+    def try_acquire(self, url_or_domain: str) -> Permit | float:
+        """A slot of this process without waiting (`DomainLimiter.try_acquire`); then `admit` it job-wide.
+
+        Raises:
+            RuntimeError: the limiter was not entered with `async with`.
+        """
+        if self._renewer is None:
+            raise RuntimeError("enter the GatedLimiter (`async with`) before taking slots")
+        return self.local.try_acquire(url_or_domain)
+
+    async def admit(self, permit: Permit) -> float | None:
+        """Ask the gate once for the job-wide ticket of `permit` (from `try_acquire`); never waits for a slot.
+
+        Returns None once the permit holds a ticket: its request starts after `permit.wait` seconds (the
+        start the gate reserved; 0 for a reused ticket). Returns the seconds before asking again when the
+        domain is full job-wide (the earliest holder's expiry, an upper bound: ask well within it, and at
+        once after a request of this process leaves the domain); the permit has then been given back.
+        Failing or cancelled, it gives the permit back too.
+
+        Raises:
+            BackendError: the gate failed (Redis) or `CoordinationError` (LMDB).
+        """
+        try:
+            got = await self._enter_once(permit.domain)
+        except BaseException:
+            permit.release_local(used=False)
+            raise
+        if isinstance(got, float):
+            permit.release_local(used=False)
+            return got
+        ticket, wait = got
+        permit.attach(self, ticket)
+        permit.wait = wait
+        return None
+
+    async def _enter_once(self, key: str) -> tuple[Ticket, float] | float:
+        """A spare or new ticket of `key` and the seconds to its start, or the seconds before asking again."""
+        state = self.local.state(key)
+        spare = self._take_spare(key) if not (state.delay or state.extra_delay) else None
+        if spare is not None:
+            return spare, 0.0
+        gap = state.delay
+        if gap and self.local.jitter:
+            gap *= 1.0 + self.local.jitter * (2.0 * self._random() - 1.0)
+        got = await self.gate.enter(key, limit=state.concurrency, gap=gap + state.extra_delay, ttl=self.ttl)
+        if not isinstance(got, Ticket):
+            return got
+        self._held[got.holder] = (got, anyio.current_time() + got.wait)
+        if not gap and not state.extra_delay and self.reuse_for and self.spare_idle:
+            self._issued[got.holder] = anyio.current_time()
+        return got, got.wait
+
     async def _admit(self, key: str) -> Ticket:
         poll = POLL_MIN
         while True:
-            state = self.local.state(key)
-            spare = self._take_spare(key) if not (state.delay or state.extra_delay) else None
-            if spare is not None:
-                return spare
-            gap = state.delay
-            if gap and self.local.jitter:
-                gap *= 1.0 + self.local.jitter * (2.0 * self._random() - 1.0)
-            got = await self.gate.enter(
-                key, limit=state.concurrency, gap=gap + state.extra_delay, ttl=self.ttl
-            )
-            if isinstance(got, Ticket):
+            got = await self._enter_once(key)
+            if not isinstance(got, float):
                 break
             freed = self._freed.get(key)
             if freed is None:
@@ -220,16 +268,14 @@ class GatedLimiter:
             with anyio.move_on_after(min(got, poll)):
                 await freed.wait()
             poll = min(poll * 2, POLL_MAX)
-        self._held[got.holder] = (got, anyio.current_time() + got.wait)
-        if not gap and not state.extra_delay and self.reuse_for and self.spare_idle:
-            self._issued[got.holder] = anyio.current_time()
-        if got.wait > 0:
+        ticket, wait = got
+        if wait > 0:
             try:
-                await anyio.sleep(got.wait)
+                await anyio.sleep(wait)
             except BaseException:
-                await self._leave(got)
+                await self._leave(ticket)
                 raise
-        return got
+        return ticket
 
     async def _renew_held(self) -> None:
         """Every third of the ttl, renew the tickets held for longer than that (until cancelled)."""

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from ._permit import Permit
 from ._retry import parse_retry_after
 
 if TYPE_CHECKING:
@@ -126,7 +127,9 @@ class DomainLimiter:
 
     Waiting requests are served first come, first served. With no delay and no slow-down in force a free
     slot costs O(1) and does not yield to the event loop; the delay path sleeps until the domain's next
-    start time. Cancelling a waiting request gives its place (or its slot) to the next one.
+    start time. Cancelling a waiting request gives its place (or its slot) to the next one. `try_acquire`
+    never waits: it grants a slot (a `Permit`) or says when to ask again, so a caller can serve another
+    domain meanwhile (the download stage does; `slot` is the waiting form).
 
     Adaptive slow-down, fed by `feedback` after each response:
 
@@ -171,6 +174,9 @@ class DomainLimiter:
         0.0
     """
 
+    needs_admit = False
+    """A permit of this limiter needs no `admit` step (see `DomainAdmission`)."""
+
     def __init__(
         self,
         *,
@@ -208,6 +214,40 @@ class DomainLimiter:
         `Retry-After` block). Pass a URL or a host name (see `domain_of`).
         """
         return _Slot(self, domain_of(url_or_domain))
+
+    def try_acquire(self, url_or_domain: str) -> Permit | float:
+        """Take one of the domain's slots if a request may start now, without waiting.
+
+        Returns a `Permit` (give it back with `async with permit:` around the request, or `abandon`), or
+        the seconds until asking again can succeed: the wait for the domain's next start (its delay,
+        slow-down or `Retry-After` block), or `math.inf` while all its slots are taken (ask again once one
+        is given back). Requests waiting in `slot` go first. O(1); never yields to the event loop.
+
+        Example:
+            >>> limiter = DomainLimiter(concurrency=2, delay=10.0)
+            >>> first = limiter.try_acquire("https://example.com/a")
+            >>> second = limiter.try_acquire("example.com")  # a free slot, but the next start is 10 s away
+            >>> type(first).__name__, 9 < second <= 10
+            ('Permit', True)
+        """
+        key = domain_of(url_or_domain)
+        d = self._domains.get(key)
+        if d is None:
+            d = self._domain(key)
+        if d.waiters or d.active >= -(-d.limit // self.members):
+            return math.inf
+        if not (d.delay or d.extra or d.blocked_until):
+            d.active += 1
+            return Permit(self, key, d)
+        previous = d.next_start
+        wait = self._turn(d, self._clock())
+        if wait > 0:
+            return wait
+        d.active += 1
+        return Permit(self, key, d, previous, d.next_start)
+
+    async def admit(self, permit: Permit) -> None:
+        """Nothing to do: a permit of this limiter may start at once (`needs_admit` is False)."""
 
     def configure(
         self, url_or_domain: str, *, concurrency: int | None = None, delay: float | None = None
@@ -314,17 +354,23 @@ class DomainLimiter:
 
     async def _wait_turn(self, d: _Domain) -> None:
         while True:
-            now = self._clock()
-            if d.blocked_until and d.blocked_until <= now:
-                d.blocked_until = 0.0
-            start = max(d.next_start, d.blocked_until)
-            if start <= now:
-                gap = d.delay * self.members
-                if gap and self.jitter:
-                    gap *= 1.0 + self.jitter * (2.0 * self._random() - 1.0)
-                d.next_start = now + gap + d.extra
+            wait = self._turn(d, self._clock())
+            if wait <= 0:
                 return
-            await self._sleep(start - now)
+            await self._sleep(wait)
+
+    def _turn(self, d: _Domain, now: float) -> float:
+        """Reserve the domain's start `now` and return 0, or return the seconds until its next start."""
+        if d.blocked_until and d.blocked_until <= now:
+            d.blocked_until = 0.0
+        start = max(d.next_start, d.blocked_until)
+        if start > now:
+            return start - now
+        gap = d.delay * self.members
+        if gap and self.jitter:
+            gap *= 1.0 + self.jitter * (2.0 * self._random() - 1.0)
+        d.next_start = now + gap + d.extra
+        return 0.0
 
     def _release(self, key: str, d: _Domain) -> None:
         d.active -= 1

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from ._limiter import DomainLimiter, DomainState
+    from ._permit import Permit
 
 __all__ = ("SHARE_REFRESH", "ShareLimiter")
 
@@ -75,6 +76,9 @@ class ShareLimiter:
 
     __slots__ = ("_clock", "_members", "_next_read", "interval", "local")
 
+    needs_admit = True
+    """A permit of `try_acquire` passes `admit`, which keeps the member count fresh."""
+
     def __init__(
         self,
         local: DomainLimiter,
@@ -114,6 +118,14 @@ class ShareLimiter:
         """Read the member count if `interval` seconds have passed since the last read."""
         if self._clock() >= self._next_read:
             await self.refresh_now()
+
+    def try_acquire(self, url_or_domain: str) -> Permit | float:
+        """A slot of this node's share without waiting (`DomainLimiter.try_acquire`); then `admit` it."""
+        return self.local.try_acquire(url_or_domain)
+
+    async def admit(self, permit: Permit) -> None:
+        """Read the member count if `interval` seconds have passed (`refresh`); the permit may go ahead."""
+        await self.refresh()
 
     def configure(
         self, url_or_domain: str, *, concurrency: int | None = None, delay: float | None = None

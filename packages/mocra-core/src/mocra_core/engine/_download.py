@@ -1,4 +1,9 @@
-"""`DownloadStage`: request queue → gate → (login) → downloader → parse worker or response queue."""
+"""`DownloadStage`: request queue → (login) → domain slot → downloader → parse worker or response queue.
+
+A worker prepares a request (robots.txt, middleware, login), then takes its domain's slot without waiting:
+a request whose domain cannot start one now is parked by the `DomainFeeder` and the worker takes another,
+so one slow, spaced or blocked domain never holds the workers of the others (no head-of-line blocking).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,18 @@ from urllib.parse import urlsplit
 import anyio
 import msgspec
 
-from .._errors import DownloadError
+from .._errors import DownloadError, HopRefused
 from ..modules import LoginFailed
-from ._feeder import Feeder
+from ..topics import REQUESTS, response_topic
+from ._domain_feeder import DomainFeeder, DownloadSteps
+from ._hops import HopGuard
 from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from ..download import DomainLimiter, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
+    from ..download import DomainLimiter, Downloader, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
+    from ..download._permit import Permit
     from ..http import Request, Response
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
@@ -31,12 +39,9 @@ if TYPE_CHECKING:
     from ._router import Router
     from ._unparsed import UnparsedMarks
 
-__all__ = ("RESPONSES", "DownloadStage", "Politeness")
+__all__ = ("DownloadStage", "Politeness")
 
 logger = logging.getLogger(__name__)
-
-RESPONSES = "response"
-_REQUESTS = "request"
 
 
 @dataclass(frozen=True)
@@ -46,12 +51,31 @@ class Politeness:
     limiter: DomainLimiter | GatedLimiter | ShareLimiter
     retry: RetryPolicy
     robots: RobotsPolicy | None = None
+    hops: HopGuard = HopGuard(None, None)  # redirect hops through robots.txt and the seen set
+    visibility_timeout: float = 300.0  # the queue's: a request waits parked for its domain a quarter at most
+
+
+class _Prepared:
+    """A request ready for its domain's slot, and what its download needs."""
+
+    __slots__ = ("domain", "downloader", "generation", "module", "request")
+
+    def __init__(
+        self, request: Request, module: CompiledModule, downloader: Downloader, generation: int, domain: str
+    ) -> None:
+        self.request = request
+        self.module = module
+        self.downloader = downloader
+        self.generation = generation
+        self.domain = domain
 
 
 class DownloadStage:
     """Runs `concurrency` workers that each lease one request at a time and hand on its response.
 
-    A request is acknowledged only after its response is published, so a crash loses nothing. With
+    A worker takes a request whose domain can start one now, or prepares a new one; a request whose domain
+    is busy, spaced or blocked waits parked (`DomainFeeder`), never a worker. A request is acknowledged only
+    after its response is published, so a crash loses nothing. With
     `direct` (the parse stage's `hand`), a response goes straight to a parse worker of this process (the
     download worker waits for one to be free) as the request's delivery: the request stays leased until
     its response is parsed (a crash downloads it again). Failures (network errors, timeouts, retryable
@@ -79,6 +103,7 @@ class DownloadStage:
         self._limiter = politeness.limiter
         self._retry = politeness.retry
         self._robots = politeness.robots
+        self._hops = politeness.hops
         self._chain = chain
         self._stats = stats
         self._budget = budget
@@ -87,12 +112,20 @@ class DownloadStage:
         self._handing: set[int] = set()  # leases being handed to a parse worker (it may have them)
         self._stopping = False
         self._outage = outage
-        self._feeder = Feeder(queue, _REQUESTS, "download", lambda: self._stopping, outage=outage)
+        self._feeder: DomainFeeder[_Prepared] = DomainFeeder(
+            queue,
+            REQUESTS,
+            "download",
+            politeness.limiter,
+            outage=outage,
+            visibility_timeout=politeness.visibility_timeout,
+        )
         self._delays_checked: set[str] = set()
 
     def stop(self) -> None:
-        """Take no new requests; workers return after their current one."""
+        """Take no new requests; workers return after their current one (parked ones go back to the queue)."""
         self._stopping = True
+        self._feeder.stop()
 
     def halt(self) -> None:
         """Take no new requests, now (a lease in progress is cancelled); workers finish their current one."""
@@ -101,62 +134,110 @@ class DownloadStage:
 
     async def run(self, concurrency: int) -> None:
         """Run the workers until `stop` is called (each finishes the request it holds)."""
-        await self._feeder.run(concurrency, self._handle)
+        steps = DownloadSteps(self._prepare, self._fetch, self._hand_back, self._gate_failed)
+        await self._feeder.run(concurrency, steps)
 
-    async def _handle(self, delivery: Delivery) -> None:
+    async def _prepare(self, delivery: Delivery) -> tuple[str, _Prepared] | None:
+        """All before the domain's slot; its domain and what `_fetch` needs, or None once it is finished."""
         request: Request = delivery.payload  # type: ignore[assignment]
         if self._budget is not None and self._budget.spent:
-            return await self._budget_spent(delivery)
+            await self._budget_spent(delivery)
+            return None
         module = self._router.find(request.node)
         if module is None:
-            return await self._router.foreign(delivery, request.node)
+            await self._router.foreign(delivery, request.node)
+            return None
         try:
-            await self._download(delivery, request, module)
+            prepared = await self._ready(delivery, request, module)
         except anyio.get_cancelled_exc_class():
-            with anyio.move_on_after(5, shield=True):
-                if delivery._lease in self._handing:  # a parse worker may have it: no "unparsed" mark
-                    await self._queue.nack(delivery, delay=0, reason="worker cancelled")
-                else:
-                    await self._hand_back(delivery, 0, "worker cancelled")
+            await self._cancelled(delivery)
             raise
-        except TRANSIENT as exc:  # the politeness gate, seen set or broker is out of reach for now
+        except Exception as exc:
+            await self._failed(delivery, request, module, exc)
+            return None
+        return None if prepared is None else (prepared.domain, prepared)
+
+    async def _fetch(self, delivery: Delivery, prepared: _Prepared, permit: Permit) -> None:
+        try:
+            await self._download(delivery, prepared, permit)
+        except anyio.get_cancelled_exc_class():
+            await self._cancelled(delivery)
+            raise
+        except Exception as exc:
+            await self._failed(delivery, prepared.request, prepared.module, exc)
+
+    async def _cancelled(self, delivery: Delivery) -> None:
+        with anyio.move_on_after(5, shield=True):
+            if delivery._lease in self._handing:  # a parse worker may have it: no "unparsed" mark
+                await self._queue.nack(delivery, delay=0, reason="worker cancelled")
+            else:
+                await self._hand_back(delivery, 0, "worker cancelled")
+
+    async def _failed(
+        self, delivery: Delivery, request: Request, module: CompiledModule, exc: Exception
+    ) -> None:
+        if isinstance(exc, TRANSIENT):  # the politeness gate, seen set or broker is out of reach for now
             if self._unparsed is not None:
                 await self._unparsed.note(delivery)
             await retry_later(self._queue, delivery, exc, self._stats, self._outage)
-        except Exception as exc:  # a bug in a middleware or a downloader: keep the request, keep crawling
-            self._stats.errors += 1
-            logger.exception("download of %s failed unexpectedly", request.url)
-            await self._dead_letter(delivery, module, request, _describe(exc))
+            return
+        # a bug in a middleware or a downloader: keep the request, keep crawling
+        self._stats.errors += 1
+        logger.error("download of %s failed unexpectedly", request.url, exc_info=exc)
+        await self._dead_letter(delivery, module, request, _describe(exc))
 
-    async def _download(self, delivery: Delivery, request: Request, module: CompiledModule) -> None:
+    async def _gate_failed(self, delivery: Delivery, exc: Exception) -> None:
+        request: Request = delivery.payload  # type: ignore[assignment]
+        module = self._router.find(request.node)
+        assert module is not None  # it was found when the request was prepared
+        await self._failed(delivery, request, module, exc)
+
+    async def _ready(self, delivery: Delivery, request: Request, module: CompiledModule) -> _Prepared | None:
+        """Robots.txt, middleware, login: the request ready for its domain's slot, or None once finished."""
         if await self._router.runbook.is_stopped(request.run):
-            return await self._drop(delivery, module, request, "stopped")
+            await self._drop(delivery, module, request, "stopped")
+            return None
+        if self._chain.has_download or module.login is not None:  # the queued request stays as it was
+            request = request.replace(
+                headers=dict(request.headers), cookies=dict(request.cookies), meta=dict(request.meta)
+            )
         if self._chain.has_download:
             changed = await self._chain.before_request(request)
             if changed is None:
-                return await self._drop(delivery, module, request, "middleware")
+                await self._drop(delivery, module, request, "middleware")
+                return None
             request = changed
         if self._robots is not None and not await self._robots.allowed(request):
             logger.debug("robots.txt forbids %s", request.url)
-            return await self._drop(delivery, module, request, "robots")
+            await self._drop(delivery, module, request, "robots")
+            return None
         downloader = self._logins.downloader_for(module, request)
         if downloader is None:
-            reason = f"no downloader named {request.downloader!r}"
-            return await self._dead_letter(delivery, module, request, reason)
+            await self._dead_letter(delivery, module, request, f"no downloader named {request.downloader!r}")
+            return None
         try:
             generation = await self._logins.prepare(module, request, downloader)
         except LoginFailed as exc:
-            return await self._dead_letter(delivery, module, request, str(exc))
+            await self._dead_letter(delivery, module, request, str(exc))
+            return None
         domain = urlsplit(request.url).hostname or ""
         if self._robots is not None and domain not in self._delays_checked:
             self._apply_crawl_delay(domain, request.url)
+        return _Prepared(request, module, downloader, generation, domain)
+
+    async def _download(self, delivery: Delivery, prepared: _Prepared, permit: Permit) -> None:
+        request, module, downloader = prepared.request, prepared.module, prepared.downloader
+        generation, domain = prepared.generation, prepared.domain
         if self._budget is not None and not await self._budget.take():
             return await self._budget_spent(delivery)
         self._stats.requests += 1
         try:
-            async with self._limiter.slot(domain):
-                response = await downloader.download(request)
+            async with permit:
+                response = await self._hops.download(downloader, request, module)
         except DownloadError as exc:
+            self._stats.bytes += exc.received  # a body cut at the cap was received too
+            if isinstance(exc, HopRefused):
+                return await self._drop(delivery, module, request, exc.reason)
             return await self._retry_or_dead_letter(delivery, module, request, error=exc)
         retry_after = response.headers.get("retry-after")
         if delivery.attempt == 1 or response.status < 400:  # a URL failing again backs off alone (nack)
@@ -184,12 +265,12 @@ class DownloadStage:
                     return None  # a parse worker of this process has it (and acks the request when done)
             finally:
                 self._handing.discard(delivery._lease)
-        await self._queue.publish(RESPONSES, [response], priority=request.priority)
+        await self._queue.publish(response_topic(module.name), [response], priority=request.priority)
         await self._queue.ack([delivery])
         return None
 
     async def _budget_spent(self, delivery: Delivery) -> None:
-        self._stopping = True  # leave the request queued (kept for the job's next run)
+        self.stop()  # leave the request queued (kept for the job's next run)
         await self._hand_back(delivery, 0, "page budget reached")
 
     async def _hand_back(self, delivery: Delivery, delay: float, reason: str) -> None:

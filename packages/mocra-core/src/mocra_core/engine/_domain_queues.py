@@ -1,0 +1,390 @@
+"""`DomainQueues`: leased requests parked per domain until their domain can start one (no head-of-line).
+
+A download worker takes a request only when its domain admits a start now. The requests of a busy domain
+(all slots taken), a spaced one (delay, slow-down) or a blocked one (`Retry-After`) wait here, per domain
+and highest priority first, and a worker serves the domains that can start one, round-robin. Synchronous
+and I/O-free: `DomainFeeder` does the leasing, the waking and the handing back that it decides.
+
+States of a domain that holds parked requests:
+
+- *ready*: in the round-robin ring; a worker asks the limiter (`try_acquire`) when it comes to it;
+- *full*: all its slots are taken; ready again when one is given back (`released`);
+- *timed*: its next start (or a full job-wide gate's next try) is `ready_at`; ready again then (`due`);
+- *blocked*: its next start is further away than the horizon: its requests go back to the queue with a
+  delay until then (`returns`), and so does every request of it that comes meanwhile.
+
+Bounds: at most `total_cap` requests parked in all; per domain, what it is expected to start within
+`LOOKAHEAD` seconds (from how long its slots are held: at least twice its concurrency, at most
+`domain_cap`); none expected to start later than `horizon` seconds from now or parked longer than
+`max_park` seconds. Beyond them a request goes back to the queue with a delay matching when its domain is
+expected to take it (`returns`). A request
+already retried (attempt > 1) is not sent back for the caps (handing it back costs it an attempt), only
+for the horizon and `max_park`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from ..download._gate_limiter import POLL_MAX, POLL_MIN
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..download._permit import DomainAdmission, Permit
+    from ..queue import Delivery
+
+__all__ = ("DomainQueues", "Parked")
+
+T = TypeVar("T")
+
+LOOKAHEAD = 1.0
+"""Seconds of a domain's work kept parked at most (within its cap)."""
+
+_IDLE, _READY, _FULL, _TIMED = range(4)
+_EWMA = 0.2  # weight of the latest slot-holding time in a domain's average
+_FIRST_GUESS = 0.05  # seconds a slot is held, guessed before the domain gave one back
+_FORGET = 60.0  # seconds an idle domain's record (its average) is kept
+
+
+class Parked(Generic[T]):
+    """A leased request waiting for its domain: the delivery, its domain and what the stage prepared."""
+
+    __slots__ = ("delivery", "domain", "prepared", "seq", "since")
+
+    def __init__(self, delivery: Delivery, domain: str, prepared: T) -> None:
+        self.delivery = delivery
+        self.domain = domain
+        self.prepared = prepared
+        self.seq = 0
+        self.since = 0.0
+
+    def key(self) -> tuple[int, int]:
+        return -self.delivery.priority, self.seq
+
+
+class _Domain(Generic[T]):
+    __slots__ = (
+        "backlog",
+        "blocked_until",
+        "created",
+        "duration",
+        "entries",
+        "in_ring",
+        "name",
+        "poll",
+        "ready_at",
+        "state",
+        "used",
+    )
+
+    def __init__(self, name: str, now: float) -> None:
+        self.name = name
+        self.entries: list[tuple[tuple[int, int], Parked[T]]] = []  # a heap, highest priority first
+        self.state = _IDLE
+        self.in_ring = False
+        self.ready_at = 0.0
+        self.blocked_until = 0.0
+        self.backlog = 0.0  # when the requests sent back so far are expected to be taken
+        self.poll = 0.0  # the next wait before asking a full job-wide gate again (0: not polling)
+        self.duration = 0.0  # average seconds a slot of the domain is held (0: none given back yet)
+        self.created = self.used = now
+
+
+class DomainQueues(Generic[T]):
+    """Parked requests per domain, the ring of domains that may start one, and their timers.
+
+    Args:
+        limiter: Hands out the domains' slots without waiting.
+        total_cap: Most requests parked at once, in all.
+        domain_cap: Most requests parked at once for one domain (a fast one; a slow one parks fewer).
+        horizon: A domain whose next start is further away (seconds) is blocked: its requests go back.
+        max_park: Seconds a request may stay parked (well under the queue's visibility timeout).
+        clock: Monotonic seconds.
+    """
+
+    def __init__(
+        self,
+        limiter: DomainAdmission,
+        *,
+        total_cap: int,
+        domain_cap: int,
+        horizon: float,
+        max_park: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._limiter = limiter
+        self._default_limit = limiter.state("").concurrency
+        self.total_cap = total_cap
+        self.domain_cap = domain_cap
+        self.horizon = horizon
+        self.max_park = max_park
+        self._clock = clock
+        self._domains: dict[str, _Domain[T]] = {}
+        self._ring: deque[_Domain[T]] = deque()
+        self._full: set[_Domain[T]] = set()  # domains that were full (some may be no more)
+        self._timers: list[tuple[float, int, _Domain[T]]] = []
+        self._reserved: list[tuple[float, int, Parked[T], Permit]] = []
+        self._seq = itertools.count()
+        self.parked = 0
+        """Requests parked (reserved ones included)."""
+        self.returns: deque[tuple[Parked[T], float, str]] = deque()
+        """Requests to hand back to the queue: (request, delay in seconds, reason); the caller sends them."""
+        self.fruitful = False
+        """Set when a request offered could start at once (the feeder's sign that leasing finds work)."""
+        self.on_timer: Callable[[float], None] | None = None
+        """Called with a new deadline (monotonic seconds) whenever one is set."""
+
+    # ------------------------------------------------------------------ taking work
+
+    def offer(self, entry: Parked[T]) -> Permit | None:
+        """A permit to start `entry` now, or None: it is parked (or in `returns`). O(1) for a free domain."""
+        rec = self._domains.get(entry.domain)
+        if rec is None or not (rec.entries or rec.blocked_until):
+            got = self._limiter.try_acquire(entry.domain)
+            if not isinstance(got, float):
+                self.fruitful = True
+                return got
+            if rec is None:
+                rec = self._record(entry.domain)
+            self._wait(rec, got)
+        self._park(rec, entry)
+        return None
+
+    def take(self) -> tuple[Parked[T], Permit] | None:
+        """A parked request whose domain grants a start now, with its permit; round-robin over domains."""
+        if self._reserved and self._reserved[0][0] <= self._clock():
+            _, _, entry, permit = heapq.heappop(self._reserved)
+            self.parked -= 1
+            return entry, permit
+        ring = self._ring
+        while ring:
+            rec = ring.popleft()
+            rec.in_ring = False
+            if rec.state != _READY or not rec.entries:
+                continue
+            got = self._limiter.try_acquire(rec.name)
+            if isinstance(got, float):
+                self._wait(rec, got)
+                continue
+            _, entry = heapq.heappop(rec.entries)
+            self.parked -= 1
+            if rec.entries:
+                self._to_ring(rec)  # at the back: the other domains come first
+            else:
+                rec.state = _IDLE
+            return entry, got
+        return None
+
+    def has_ready(self) -> bool:
+        """Whether a domain may start a parked request now (a worker would take it)."""
+        return bool(self._ring) or bool(self._reserved and self._reserved[0][0] <= self._clock())
+
+    def hungry(self) -> int:
+        """Requests wanted to keep the full domains fed: they have fewer parked than they run at once."""
+        need = 0
+        for rec in list(self._full):
+            if rec.state != _FULL or not rec.entries:
+                self._full.discard(rec)
+            elif len(rec.entries) < self._limiter.state(rec.name).concurrency:
+                need += self._pace(rec, self._clock())[1] - len(rec.entries)
+        return need
+
+    # ------------------------------------------------------------------ events
+
+    def released(self, permit: Permit) -> bool:
+        """A slot of `permit.domain` was given back; True when that made the domain ready (wake a worker)."""
+        now = self._clock()
+        rec = self._domains.get(permit.domain)
+        if rec is None:
+            return False
+        held = max(0.0, now - permit.acquired)
+        rec.duration = rec.duration + _EWMA * (held - rec.duration) if rec.duration else held
+        rec.used = now
+        if rec.entries and (rec.state == _FULL or (rec.state == _TIMED and rec.poll)):
+            self._to_ring(rec)
+            return True
+        return False
+
+    def refused(self, entry: Parked[T], retry: float) -> None:
+        """The job-wide gate refused `entry`'s domain: park it again, ask after `retry` seconds at most."""
+        rec = self._domains.get(entry.domain) or self._record(entry.domain)
+        heapq.heappush(rec.entries, (entry.key(), entry))
+        self.parked += 1
+        rec.poll = min(POLL_MAX, rec.poll * 2) if rec.poll else POLL_MIN
+        self._set_timer(rec, self._clock() + min(retry, rec.poll))
+
+    def admitted(self, domain: str) -> None:
+        """The job-wide gate admitted a request of `domain`: stop polling it."""
+        rec = self._domains.get(domain)
+        if rec is not None:
+            rec.poll = 0.0
+
+    def reserve(self, entry: Parked[T], permit: Permit, wait: float) -> None:
+        """Hold `entry` with its admitted `permit` until the start the gate reserved, `wait` seconds away."""
+        due = self._clock() + wait
+        heapq.heappush(self._reserved, (due, next(self._seq), entry, permit))
+        self.parked += 1
+        if self.on_timer is not None:
+            self.on_timer(due)
+
+    def due(self) -> int:
+        """Make the domains whose time has come ready; how many became ready (reserved starts included)."""
+        now = self._clock()
+        woken = 0
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            at, _, rec = heapq.heappop(timers)
+            if rec.state == _TIMED and rec.ready_at == at and rec.entries:
+                self._to_ring(rec)
+                woken += 1
+        return woken + sum(1 for due, *_ in self._reserved if due <= now)
+
+    def next_deadline(self) -> float:
+        """The earliest time a timed domain or a reserved start comes due (`math.inf`: none)."""
+        first = self._timers[0][0] if self._timers else math.inf
+        return min(first, self._reserved[0][0]) if self._reserved else first
+
+    # ------------------------------------------------------------------ bounds
+
+    def sweep(self) -> None:
+        """Send back the requests parked longer than `max_park`; forget domains idle for a while."""
+        now = self._clock()
+        for name, rec in list(self._domains.items()):
+            stale = [item for item in rec.entries if now - item[1].since > self.max_park]
+            if stale:
+                rec.entries = [item for item in rec.entries if now - item[1].since <= self.max_park]
+                heapq.heapify(rec.entries)
+                self.parked -= len(stale)
+                for index, (_, entry) in enumerate(sorted(stale, key=lambda item: item[0])):
+                    self.returns.append((entry, self._expected(rec, index, now), "parked too long"))
+                if not rec.entries:
+                    rec.state = _IDLE
+            if not rec.entries and rec.blocked_until <= now and now - rec.used > _FORGET:
+                del self._domains[name]
+                self._full.discard(rec)
+
+    def evict(self, count: int) -> None:
+        """Make room for `count` requests: send back the last first-attempt ones of the largest domain."""
+        recs = sorted(self._domains.values(), key=lambda rec: len(rec.entries), reverse=True)
+        now = self._clock()
+        for rec in recs:
+            if count <= 0 or not rec.entries:
+                return
+            rec.entries.sort(key=lambda item: item[0])  # a sorted list is a heap
+            keep: list[tuple[tuple[int, int], Parked[T]]] = []
+            gone: list[tuple[tuple[int, int], Parked[T]]] = []
+            for item in reversed(rec.entries):
+                (gone if count > len(gone) and item[1].delivery.attempt == 1 else keep).append(item)
+            rec.entries = keep[::-1]
+            self.parked -= len(gone)
+            count -= len(gone)
+            for index, (_, entry) in enumerate(reversed(gone)):
+                delay = self._expected(rec, len(rec.entries) + index, now)
+                self.returns.append((entry, delay, "too many requests parked"))
+            if not rec.entries:
+                rec.state = _IDLE
+
+    def drain(self) -> tuple[list[Parked[T]], list[Permit]]:
+        """Take out every parked request (and the permits of the reserved ones), e.g. when the stage stops."""
+        entries = [entry for rec in self._domains.values() for _, entry in rec.entries]
+        entries += [entry for _, _, entry, _ in self._reserved]
+        permits = [permit for *_, permit in self._reserved]
+        self._domains.clear()
+        self._ring.clear()
+        self._full.clear()
+        self._timers.clear()
+        self._reserved.clear()
+        self.parked = 0
+        return entries, permits
+
+    # ------------------------------------------------------------------ internals
+
+    def _record(self, name: str) -> _Domain[T]:
+        rec = self._domains[name] = _Domain(name, self._clock())
+        return rec
+
+    def _park(self, rec: _Domain[T], entry: Parked[T]) -> None:
+        now = self._clock()
+        if rec.blocked_until:
+            if rec.blocked_until > now:
+                delay = self._backlog(rec, rec.blocked_until - now, now)
+                self.returns.append((entry, delay, "domain blocked"))
+                return
+            rec.blocked_until = 0.0
+        position = len(rec.entries)
+        if entry.delivery.attempt == 1:
+            over = position >= self._pace(rec, now)[1] or self.parked >= self.total_cap
+            expected = self._expected(rec, position, now)
+            if over or expected > self.horizon:
+                self.returns.append((entry, self._backlog(rec, expected, now), "domain busy"))
+                return
+        entry.seq = next(self._seq)
+        entry.since = now
+        heapq.heappush(rec.entries, (entry.key(), entry))
+        self.parked += 1
+        if rec.state == _IDLE:
+            self._to_ring(rec)
+
+    def _wait(self, rec: _Domain[T], wait: float) -> None:
+        """The limiter refused `rec`: full (`inf`), timed or, beyond the horizon, blocked."""
+        if wait == math.inf:
+            rec.state = _FULL
+            self._full.add(rec)
+            return
+        now = self._clock()
+        if wait <= self.horizon:
+            self._set_timer(rec, now + wait)
+            return
+        rec.blocked_until = now + wait
+        entries = sorted(rec.entries, key=lambda item: item[0])
+        rec.entries = []
+        rec.state = _IDLE
+        self.parked -= len(entries)
+        for _, entry in entries:
+            self.returns.append((entry, self._backlog(rec, wait, now), "domain blocked"))
+
+    def _set_timer(self, rec: _Domain[T], at: float) -> None:
+        rec.state = _TIMED
+        rec.ready_at = at
+        heapq.heappush(self._timers, (at, next(self._seq), rec))
+        if self.on_timer is not None:
+            self.on_timer(at)
+
+    def _to_ring(self, rec: _Domain[T]) -> None:
+        rec.state = _READY
+        if not rec.in_ring:
+            rec.in_ring = True
+            self._ring.append(rec)
+
+    def _pace(self, rec: _Domain[T], now: float) -> tuple[float, int]:
+        """Seconds between two starts the domain is expected to make, and how many requests it may park.
+
+        Optimistic: a slow-down after 429/503 (extra delay, fewer slots) ends with the next success, so
+        the domain's configured pace counts. A request sent back too early meets a busy domain again and
+        goes back once more; one sent back too late leaves its domain idle.
+        """
+        state = self._limiter.state(rec.name)
+        limit = max(1, state.concurrency, self._default_limit)
+        duration = rec.duration or max(
+            _FIRST_GUESS, now - rec.created
+        )  # its slots are held that long at least
+        per_start = max(state.delay, duration / limit)
+        least = min(self.domain_cap, max(4, 2 * limit))
+        return per_start, max(least, min(self.domain_cap, int(LOOKAHEAD / per_start)))
+
+    def _expected(self, rec: _Domain[T], position: int, now: float) -> float:
+        """Seconds until the domain is expected to start its request at `position` in line."""
+        blocked_for = self._limiter.state(rec.name).blocked_for
+        start = max(blocked_for, rec.ready_at - now if rec.state == _TIMED else 0.0)
+        return start + (position + 1) * self._pace(rec, now)[0]
+
+    def _backlog(self, rec: _Domain[T], delay: float, now: float) -> float:
+        """`delay`, or later: requests sent back one after another come back spaced one start apart."""
+        at = max(now + delay, rec.backlog + self._pace(rec, now)[0])
+        rec.backlog = at
+        return at - now
