@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from mocra_core.engine import describe_dead_letter
+from mocra_core.topics import stage_of
 
-from ._job_queues import TOPICS
+from ._job_queues import job_topics, unknown_modules_note
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,13 +22,17 @@ __all__ = ("list_dead_letters", "replay_dead_letters")
 def list_dead_letters(queues: JobQueues, *, limit: int, stream: TextIO) -> int:
     """Print the job's dead letters, oldest first, one per line; returns how many were printed.
 
-    Each line: queue, message id, attempts, URL, and the last line of the reason, tab-separated.
+    Each line: queue topic (a module's response topic is `response-<module>`), message id, attempts,
+    URL, and the last line of the reason, tab-separated. `limit` applies per topic.
     """
 
     async def read() -> int:
         total = 0
+        topics, known = await job_topics(queues)
+        if not known:
+            stream.write(unknown_modules_note(queues))
         async with queues.read() as queue:  # also while the job runs
-            for topic in TOPICS:
+            for topic in topics:
                 for letter in await queue.dead_letters(topic, limit=limit):
                     failure = describe_dead_letter(letter)
                     first_line = failure.reason.strip().splitlines()[-1] if failure.reason.strip() else ""
@@ -43,12 +48,21 @@ def list_dead_letters(queues: JobQueues, *, limit: int, stream: TextIO) -> int:
 
 
 def replay_dead_letters(queues: JobQueues, *, topics: Sequence[str], stream: TextIO) -> int:
-    """Move the job's dead letters back to their queues (attempt 1); returns how many moved."""
+    """Move the job's dead letters back to their queues (attempt 1); returns how many moved.
+
+    `topics` names stage queues (`task`, `request`, `response`: every module's response topic) or
+    topics (`response-<module>`).
+    """
 
     async def replay() -> int:
         moved = 0
+        every, known = await job_topics(queues)
+        if not known:
+            stream.write(unknown_modules_note(queues))
+        chosen = [topic for topic in every if topic in topics or stage_of(topic) in topics]
+        chosen += [topic for topic in topics if topic not in every]  # named, though not recorded
         async with queues.open() as queue:
-            for topic in topics:
+            for topic in chosen:
                 moved += await queue.replay(topic)
         return moved
 

@@ -1,17 +1,20 @@
 """Where a job's queues are, for the commands that look into a job (`mocra dlq`, `mocra status`).
 
 A job's queues are in its job dir (`--job-dir DIR`, one process) or on the broker its workers share
-(`--queue URL --job NAME`); `JobDirQueues` and `BrokerQueues` open each.
+(`--queue URL --job NAME`); `JobDirQueues` and `BrokerQueues` open each. Its topics (`job_topics`) are
+the stages' and one response topic per module, known from the module names the job recorded in its
+coordination store at its first run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import pathlib
 from typing import TYPE_CHECKING, Protocol
 
 from mocra_core import ConfigError, redact
-from mocra_core.config import QueueSettings
-from mocra_core.engine import JobDir, is_shared, open_queue_for, read_job_counts
+from mocra_core.engine import BackendPlan, JobDir, read_job_counts, recorded_modules
+from mocra_core.topics import STAGES, run_topics
 
 if TYPE_CHECKING:
     import argparse
@@ -29,9 +32,12 @@ __all__ = (
     "QueueView",
     "add_job_arguments",
     "job_queues",
+    "job_topics",
+    "unknown_modules_note",
 )
 
-TOPICS = ("task", "request", "response")
+TOPICS = STAGES
+"""The stage queues (`mocra dlq replay --topic`): `response` stands for every module's response topic."""
 
 
 class QueueView(Protocol):
@@ -59,6 +65,10 @@ class JobQueues(Protocol):
 
     async def counts(self) -> StatsSnapshot | None:
         """The job's counts so far (all its runs and workers), or None when none were saved."""
+        ...
+
+    async def modules(self) -> list[str] | None:
+        """The names of the job's modules (recorded at its first run); None when they are out of reach."""
         ...
 
     def rerun(self) -> str:
@@ -95,7 +105,7 @@ class JobDirQueues:
                     "it runs",
                     source=self.path,
                 )
-            async with job.open_queue(QueueSettings()) as queue:
+            async with BackendPlan.of_job_dir(self.path).make_queue() as queue:
                 yield queue
         finally:
             job.close()
@@ -105,7 +115,7 @@ class JobDirQueues:
         """Read the job dir's queues, also while its job runs; `ConfigError` when there is no crawl state."""
         job = self._job()
         try:
-            async with job.read_queue() as queue:
+            async with BackendPlan.of_job_dir(self.path).read_queue() as queue:
                 yield queue
         finally:
             job.close()
@@ -125,6 +135,14 @@ class JobDirQueues:
         finally:
             job.close()
 
+    async def modules(self) -> list[str] | None:
+        """The modules recorded in the job dir's coordination store (also while the job runs)."""
+        self._job().close()
+        if not (pathlib.Path(self.path) / "coordination").exists():  # nothing recorded: leave it so
+            return []
+        async with BackendPlan.of_job_dir(self.path).make_coordination() as coordination:
+            return await recorded_modules(coordination)
+
     def rerun(self) -> str:
         return f"run the same `mocra run ... --job-dir {self.path}` to process them"
 
@@ -141,7 +159,7 @@ class BrokerQueues:
     """
 
     def __init__(self, settings: Settings, job: str) -> None:
-        if not is_shared(settings):
+        if not BackendPlan.decide(settings, job=job, read_only=True).shared:
             problem = f"expected a broker URL (redis://, nats://, kafka://), got {settings.queue.url!r}"
             raise ConfigError("--queue", problem, source="command line")
         if not job:
@@ -156,7 +174,7 @@ class BrokerQueues:
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[QueueBackend]:
         """Connect to the broker; raises `BackendUnavailable` naming the URL when it cannot be reached."""
-        async with open_queue_for(self.settings, None, self.job) as queue:
+        async with BackendPlan.decide(self.settings, job=self.job, read_only=True).make_queue() as queue:
             yield queue
 
     def read(self) -> contextlib.AbstractAsyncContextManager[QueueView]:
@@ -170,6 +188,15 @@ class BrokerQueues:
         except ConfigError:  # a NATS or Kafka queue and no coordination.url: the job has no shared counts
             return None
 
+    async def modules(self) -> list[str] | None:
+        """The modules recorded in the job's coordination store; None when the settings name none."""
+        try:
+            plan = BackendPlan.decide(self.settings, job=self.job, read_only=True)
+            async with plan.make_coordination() as coordination:
+                return await recorded_modules(coordination)
+        except ConfigError:  # a NATS or Kafka queue and no coordination.url
+            return None
+
     def rerun(self) -> str:
         return (
             f"the workers of job {self.job!r} process them; if none is running, start one "
@@ -178,6 +205,23 @@ class BrokerQueues:
 
     def __str__(self) -> str:
         return f"job {self.job!r} on {redact(self.settings.queue.url)}"
+
+
+async def job_topics(queues: JobQueues) -> tuple[tuple[str, ...], bool]:
+    """Every topic of the job (`mocra_core.topics.run_topics`), and whether its modules were known.
+
+    Without them (a NATS or Kafka job read without its `coordination.url`), only the stages' topics.
+    """
+    modules = await queues.modules()
+    return run_topics(modules or ()), modules is not None
+
+
+def unknown_modules_note(queues: JobQueues) -> str:
+    """What a command says when the job's modules, hence their response queues, are out of reach."""
+    return (
+        f"note: the modules of {queues} are unknown (its coordination store is not named: pass its "
+        "coordination.url with -s or -c): their response queues are left out\n"
+    )
 
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:

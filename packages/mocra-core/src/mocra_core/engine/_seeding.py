@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..modules import CompiledModule
     from ._router import Router
 
-__all__ = ("all_seeded", "check_modules", "seed_once", "start_tasks")
+__all__ = ("all_seeded", "check_modules", "recorded_modules", "seed_once", "start_tasks")
 
 _MODULES = "modules"  # coordination key: the names of the modules a job has run with (JSON list)
 
@@ -51,6 +51,25 @@ async def check_modules(modules: Mapping[str, CompiledModule], coordination: Coo
             return
         if await coordination.compare_and_set(_MODULES, raw, msgspec.json.encode(sorted(theirs | mine))):
             return
+
+
+async def recorded_modules(coordination: Coordination) -> list[str]:
+    """The names of the modules `check_modules` recorded in a job's coordination store, sorted; [] if none.
+
+    What tells the commands looking into a job (`mocra status`, `mocra dlq`) its modules' response queues.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.coordination import LocalCoordination
+        >>> async def main() -> list[str]:
+        ...     store = LocalCoordination()
+        ...     await check_modules({"news": None, "books": None}, store, "job 'j'")
+        ...     return await recorded_modules(store)
+        >>> anyio.run(main)
+        ['books', 'news']
+    """
+    raw = await coordination.get(_MODULES)
+    return [] if raw is None else sorted(msgspec.json.decode(raw, type=list[str]))
 
 
 def _listed(names: set[str]) -> str:
