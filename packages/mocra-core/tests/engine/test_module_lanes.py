@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
 import time
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import nats
+import nats.js.errors
 import pytest
 import redis
 
@@ -27,6 +30,7 @@ FAST_PAGES = 2000
 SLOW_PAGES = 16
 PARSE_WORKERS = 4
 REDIS_URL = "redis://127.0.0.1:6379/15"
+NATS_URL = "nats://127.0.0.1:4222"
 
 
 class Pages(Spider[dict[str, Any]]):
@@ -189,7 +193,7 @@ def legacy_response(server: LocalServer, path: str, module: str) -> Response:
     )
 
 
-@pytest.mark.parametrize("backend", ["job_dir", "redis"])
+@pytest.mark.parametrize("backend", ["job_dir", "redis", "nats"])
 async def test_responses_left_in_the_legacy_topic_are_parsed(
     server: LocalServer, tmp_path: pathlib.Path, backend: str
 ) -> None:
@@ -199,8 +203,11 @@ async def test_responses_left_in_the_legacy_topic_are_parsed(
         builder = lanes_builder("true").job_dir(str(tmp_path / "job"))
         opened: QueueBackend = LmdbQueue(str(tmp_path / "job" / "queue"), codec=EngineCodec())
     else:
-        builder = lanes_builder("true").set(f"queue.url={REDIS_URL!r}", f"crawl.job={job!r}")
-        opened = open_queue(REDIS_URL, codec=EngineCodec(), namespace=f"mocra-{job}")
+        url = REDIS_URL if backend == "redis" else NATS_URL
+        builder = lanes_builder("true").set(
+            f"queue.url={url!r}", f"coordination.url={REDIS_URL!r}", f"crawl.job={job!r}"
+        )
+        opened = open_queue(url, codec=EngineCodec(), namespace=f"mocra-{job}")
     async with opened as queue:
         await queue.publish(
             RESPONSES, [legacy_response(server, "/old/a", "a"), legacy_response(server, "/old/b", "b")]
@@ -213,8 +220,10 @@ async def test_responses_left_in_the_legacy_topic_are_parsed(
             .run_async()
         )
     finally:
-        if backend == "redis":
+        if backend != "job_dir":
             delete_keys(f"mocra-{job}")
+        if backend == "nats":
+            await delete_streams(f"mocra-{job}")
 
     assert result.ok
     assert sorted((item["module"], item["url"]) for item in items) == [
@@ -231,6 +240,16 @@ def delete_keys(prefix: str) -> None:
             client.delete(key)
     finally:
         client.close()
+
+
+async def delete_streams(namespace: str) -> None:
+    connection = await nats.connect(NATS_URL)
+    try:
+        for stream in (f"{namespace}-work", f"{namespace}-dlq"):
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await connection.jetstream().delete_stream(stream)
+    finally:
+        await connection.close()
 
 
 def test_module_topics_are_plain_and_distinct() -> None:
