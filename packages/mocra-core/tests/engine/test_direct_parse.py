@@ -18,6 +18,7 @@ from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 from mocra_core.topics import response_topic
 
 from .test_crawl import Item, LinkSpider, page
+from .test_module_lanes import PARSE_WORKERS, SLOW_PAGES, SlowSink, lanes_builder, site, slow
 
 pytestmark = pytest.mark.anyio
 
@@ -174,6 +175,7 @@ async def test_hand_waits_for_a_free_worker_and_refuses_once_halted() -> None:
             with anyio.move_on_after(0.1) as waiting:  # the one worker is busy: hand waits
                 await feeder.hand(Delivery("2", "t", "b", None, 0, 1, 0.0))
             assert waiting.cancelled_caught
+            assert not await feeder.hand(Delivery("2", "t", "b", None, 0, 1, 0.0), wait=False)  # or not
             feeder.halt()
             release.set()
         assert handled == ["a"]
@@ -200,3 +202,20 @@ async def test_a_cancelled_feeder_hands_back_a_handed_delivery_no_worker_started
         # `second` was never started: it is back at once, not after the hour-long visibility timeout
         again = await queue.consume("request", group="download", max_messages=2, wait=0)
         assert [d.payload for d in again] == ["y"]
+
+
+async def test_a_busy_lane_gets_its_responses_through_its_topic(
+    server: LocalServer, published: list[str]
+) -> None:
+    site(server)
+    sink = SlowSink()
+
+    result: Any = await lanes_builder("true").spider(slow(server), sink).run_async()
+
+    assert result.ok and sorted(item["url"] for item in sink.items) == sorted(
+        server.url(f"/slow/{i}") for i in range(SLOW_PAGES)
+    )
+    assert server.hits == {f"/slow/{i}": 1 for i in range(SLOW_PAGES)}
+    # the lane's workers wait on the sink: the download workers queued the other pages, not waited
+    assert published.count(response_topic("slow")) >= SLOW_PAGES - 2 * PARSE_WORKERS
+    assert "response" not in published

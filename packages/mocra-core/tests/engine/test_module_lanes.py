@@ -18,9 +18,8 @@ import redis
 
 from mocra_core import Ctx, Mocra, MocraBuilder, Request, Response, Spider, on_item
 from mocra_core.engine import EngineCodec
-from mocra_core.engine._feeder import Feeder
 from mocra_core.modules import SPIDER_NODE
-from mocra_core.queue import Delivery, LmdbQueue, MemoryQueue, QueueBackend, open_queue
+from mocra_core.queue import LmdbQueue, QueueBackend, open_queue
 from mocra_core.testing import LocalServer, ServerResponse
 from mocra_core.topics import RESPONSES, module_of, response_topic
 
@@ -134,55 +133,6 @@ async def test_a_sink_shared_by_two_modules_gets_every_item_once(server: LocalSe
         [("a", server.url(f"/fast/{i}")) for i in range(50)]
         + [("b", server.url(f"/slow/{i}")) for i in range(SLOW_PAGES)]
     )
-
-
-async def test_direct_parse_queues_a_response_on_its_module_topic_when_the_lane_is_busy(
-    server: LocalServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    site(server)
-    published: list[str] = []
-    publish = MemoryQueue.publish
-
-    async def spy(self: MemoryQueue, topic: str, payloads: Sequence[object], **kw: Any) -> None:
-        published.append(topic)
-        await publish(self, topic, payloads, **kw)
-
-    monkeypatch.setattr(MemoryQueue, "publish", spy)
-    sink = SlowSink()
-
-    result: Any = await lanes_builder("true").spider(slow(server), sink).run_async()
-
-    assert result.ok and sorted(item["url"] for item in sink.items) == sorted(
-        server.url(f"/slow/{i}") for i in range(SLOW_PAGES)
-    )
-    assert server.hits == {f"/slow/{i}": 1 for i in range(SLOW_PAGES)}
-    # the lane's 4 workers wait on the sink: the other pages went through the module's topic
-    assert published.count(response_topic("slow")) >= SLOW_PAGES - 2 * PARSE_WORKERS
-    assert "response" not in published
-
-
-async def test_hand_without_waiting_takes_only_an_idle_worker() -> None:
-    release = anyio.Event()
-    handled: list[object] = []
-
-    async def handle(delivery: Delivery) -> None:
-        handled.append(delivery.payload)
-        await release.wait()
-
-    async with MemoryQueue() as queue:
-        feeder = Feeder(queue, "t", "g", lambda: False, wait=0.01)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(feeder.run, 1, handle)
-            await anyio.sleep(0.01)
-            assert await feeder.hand(Delivery("1", "t", "a", None, 0, 1, 0.0), wait=False)
-            await anyio.sleep(0.01)
-            assert not await feeder.hand(Delivery("2", "t", "b", None, 0, 1, 0.0), wait=False)  # busy
-            release.set()
-            await anyio.sleep(0.01)
-            assert await feeder.hand(Delivery("3", "t", "c", None, 0, 1, 0.0), wait=False)
-            await anyio.sleep(0.01)
-            feeder.halt()
-        assert handled == ["a", "c"]
 
 
 def legacy_response(server: LocalServer, path: str, module: str) -> Response:
