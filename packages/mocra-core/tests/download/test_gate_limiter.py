@@ -14,8 +14,7 @@ import pytest
 
 from mocra_core.config import Settings
 from mocra_core.download import DomainLimiter, GatedLimiter, LmdbDomainGate, RedisDomainGate, Ticket
-from mocra_core.engine._backends import open_gate
-from mocra_core.engine._jobdir import JobDir
+from mocra_core.engine import BackendPlan
 
 if TYPE_CHECKING:
     import pathlib
@@ -176,8 +175,7 @@ async def test_the_engine_picks_the_gate_of_its_coordination_store(
     settings = Settings.from_mapping(
         {"queue": {"url": queue}, "coordination": coordination_settings, "crawl": crawl}
     )
-    job = JobDir(tmp_path / "job") if job_dir else None
-    gate = open_gate(settings, job, "books")
+    gate = BackendPlan.decide(settings, job="books").make_gate()
     assert (None if gate is None else type(gate).__name__) == expected
     if isinstance(gate, RedisDomainGate):
         assert gate.namespace == "mocra-books"

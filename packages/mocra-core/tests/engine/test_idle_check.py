@@ -7,7 +7,7 @@ import anyio.lowlevel
 import pytest
 
 from mocra_core import MocraBuilder, on_item
-from mocra_core.engine import _engine
+from mocra_core.engine import _plan
 from mocra_core.engine._activity import ActivityQueue
 from mocra_core.queue import MemoryQueue
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
@@ -41,7 +41,7 @@ async def test_a_chain_of_pages_is_crawled_to_its_end_with_a_slow_pending(
 
     for n in range(PAGES):
         server.route(f"/p/{n}", slow_page)
-    monkeypatch.setattr(_engine, "open_queue_for", lambda *_args: SlowPendingQueue())
+    monkeypatch.setattr(_plan.BackendPlan, "make_queue", lambda *_args: SlowPendingQueue())
     items: list[Item] = []
 
     result = await builder.spider(LinkSpider(server.url("/p/0")), on_item(items.append)).run_async()

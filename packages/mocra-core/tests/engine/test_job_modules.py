@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from mocra_core import ConfigError, Ctx, MocraBuilder, Request, Response, Spider, on_item
-from mocra_core.config import QueueSettings
 from mocra_core.coordination import LocalCoordination
-from mocra_core.engine import JobDir
+from mocra_core.engine import BackendPlan
 from mocra_core.engine._seeding import check_modules
 from mocra_core.testing import LocalServer, ServerResponse
 
@@ -60,10 +59,8 @@ async def test_a_message_of_a_module_the_run_lacks_is_dead_lettered_and_the_craw
     builder: MocraBuilder, server: LocalServer, tmp_path: pathlib.Path
 ) -> None:
     # a job dir written before jobs recorded their modules, holding a request of a spider now gone
-    job = JobDir(tmp_path / "job")
-    async with job.open_queue(QueueSettings()) as queue:
+    async with BackendPlan.of_job_dir(str(tmp_path / "job")).make_queue() as queue:
         await queue.publish("request", [Request(server.url("/gone"), node="gone/parse")])
-    job.close()
     server.route("/a", ServerResponse(body="a"))
     items: list[dict[str, Any]] = []
 

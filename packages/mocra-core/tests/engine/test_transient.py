@@ -9,7 +9,7 @@ import pytest
 
 from mocra_core import MocraBuilder, on_item
 from mocra_core.dedup import MemorySeenSet, SeenSetError
-from mocra_core.engine import _engine, _transient
+from mocra_core.engine import _plan, _transient
 from mocra_core.testing import LocalServer
 
 from .test_crawl import Item, LinkSpider, page
@@ -37,7 +37,7 @@ async def test_a_seen_set_out_of_reach_delays_the_page_and_loses_nothing(
     for n in range(5):
         server.route(f"/p/{n}", page(*([f"/p/{n + 1}"] if n + 1 < 5 else [])))
     flaky = FlakySeenSet(failures=2)
-    monkeypatch.setattr(_engine, "open_seen", lambda *_args, **_kw: flaky)
+    monkeypatch.setattr(_plan.BackendPlan, "make_seen", lambda *_args, **_kw: flaky)
     monkeypatch.setattr(_transient, "RETRY_DELAY", 0.01)
     items: list[Item] = []
 

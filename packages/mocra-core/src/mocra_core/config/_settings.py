@@ -26,7 +26,9 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 
     Attributes:
         concurrency: Requests in flight at once, over all domains.
-        parse_workers: Responses parsed at once (parsing runs on the event loop; more helps when sinks await).
+        parse_workers: Responses parsed at once, per module (each module parses in its own lane, so a slow
+            sink holds only its module's workers; parsing runs on the event loop; more helps when sinks
+            await).
         per_domain_concurrency: Requests in flight at once to one host.
         per_domain_delay: Minimum seconds between two request starts to one host (0 = none).
         obey_robots: Fetch and obey robots.txt.
@@ -39,8 +41,9 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             (`None` = keep firing until interrupted; at least 1).
         account_affinity: On a cluster, queue each account's tasks and requests under its partition key
             (`p<n>`), so one account's work goes through one partition lane, one message at a time.
-        direct_parse: Hand a downloaded response straight to an idle parse worker of the same process
-            instead of through the response queue (on a broker: no response round trip). The request stays
+        direct_parse: Hand a downloaded response straight to an idle parse worker of its module in the same
+            process instead of through the module's response queue (on a broker: no response round trip;
+            when none of the module's workers is idle, the response is queued). The request stays
             leased until its response is parsed, so a crash downloads it again, and a failed parse retries
             or dead-letters the request (replay downloads again). `False`: every response goes through the
             response queue, so a failed parse is retried or replayed without downloading again.
@@ -49,6 +52,10 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         job_dir: Directory for crash-safe state (frontier, seen set, stats); `None` = all in memory.
         outage_timeout: Seconds a worker keeps retrying while its broker or shared store does not answer;
             after that it stops (`reason = "unavailable"`) and what it held leased returns to the others.
+        drain_timeout: Seconds a run has to drain once it is over (Ctrl-C / SIGTERM, `Engine.interrupt`,
+            the page budget): downloads in flight finish, their responses are parsed and sinks flushed;
+            what is still in flight after this is cancelled and handed back to its queue (the job's next
+            run, or another worker, does it).
     """
 
     concurrency: int = 64
@@ -65,12 +72,13 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     job: str | None = None
     job_dir: str | None = None
     outage_timeout: float = 300.0
+    drain_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         at_least(self, 1, "concurrency", "parse_workers", "per_domain_concurrency")
         at_least(self, 0, "per_domain_delay", "max_depth")
         at_least(self, 1, "max_pages", "cron_max_fires", unset="no limit")
-        positive(self, "outage_timeout")
+        positive(self, "outage_timeout", "drain_timeout")
 
 
 _QUEUE_SCHEMES = ("memory", "lmdb", "redis", "rediss", "nats", "kafka")

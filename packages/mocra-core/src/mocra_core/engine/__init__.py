@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from ._backends import is_shared, open_queue_for
+from ._backends import Backends, open_backends
 from ._builder import Mocra, MocraBuilder
 from ._cluster import cluster_from_env, cluster_status
 from ._codec import EngineCodec
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._job_counts import read_job_counts
 from ._jobdir import JobDir
+from ._lifecycle import State, StateChange
+from ._plan import Backend, BackendPlan, QueueView
+from ._seeding import recorded_modules
 
 __all__ = (
+    "Backend",
+    "BackendPlan",
+    "Backends",
     "CrawlResult",
     "Engine",
     "EngineCodec",
@@ -19,10 +25,13 @@ __all__ = (
     "Mocra",
     "MocraBuilder",
     "Progress",
+    "QueueView",
+    "State",
+    "StateChange",
     "cluster_from_env",
     "cluster_status",
     "describe_dead_letter",
-    "is_shared",
-    "open_queue_for",
+    "open_backends",
     "read_job_counts",
+    "recorded_modules",
 )

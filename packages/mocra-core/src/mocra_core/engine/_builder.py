@@ -179,10 +179,11 @@ class MocraBuilder:
                     f"no downloader named {wanted!r}; register it with .downloader(obj, name={wanted!r})",
                 )
         settings = self.build_settings()
-        if self._cluster is not None:
-            from ._backends import check_backends
+        if self._cluster is not None:  # a cluster without a broker fails here, before its node starts
+            from ._plan import BackendPlan, job_name
 
-            check_backends(settings, cluster=True)
+            names = [module.name for module, _ in self._modules]
+            BackendPlan.decide(settings, job=job_name(settings, names), cluster=self._cluster)
         return Engine(self._modules, settings, self._chain, self._downloaders, cluster=self._cluster)
 
     async def run_async(

@@ -24,7 +24,7 @@ import anyio
 import msgspec
 
 from ..observe import StatsSnapshot
-from ._backends import open_coordination
+from ._plan import BackendPlan
 from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
@@ -255,7 +255,8 @@ async def read_job_counts(settings: Settings, job: str) -> StatsSnapshot | None:
         >>> print(anyio.run(read_job_counts, Settings.from_mapping(nats), "books"))
         None
     """
-    async with open_coordination(settings, None, job) as coordination:
+    plan = BackendPlan.decide(settings, job=job, read_only=True)
+    async with plan.make_coordination() as coordination:
         return await read_shared_counts(coordination)
 
 

@@ -9,18 +9,12 @@ import lmdb
 import msgspec
 
 from .._errors import ConfigError
-from ..coordination import LmdbCoordination
-from ..dedup import LmdbSeenSet
 from ..observe import StatsSnapshot
-from ..queue import LmdbQueue
-from ..queue._lmdb_reader import LmdbQueueReader
 from ..queue._lockfile import LockFile
-from ._codec import EngineCodec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..config import QueueSettings
     from ..observe import Stats
 
 __all__ = ("JobDir",)
@@ -35,7 +29,9 @@ class JobDir:
     - `queue/`: every stage's queue (LMDB); leases held by a dead process come back on open.
     - `seen/`: the fingerprints already admitted (LMDB).
     - `coordination/`: gates, stop signals and fan-in bookkeeping of module runs (LMDB).
-    - `state/`: the job's stats (LMDB).
+    - `state/`: the job's stats (LMDB), kept here.
+
+    The first three are backends of the run's `BackendPlan`, which opens them.
 
     Writes are not fsynced (`sync=False`): they survive the process being killed, not a power cut. The
     job's counts are saved after every ack (`save_counts`), so a kill loses only those of the work then
@@ -66,34 +62,9 @@ class JobDir:
         """
         return (pathlib.Path(path) / "state").exists()
 
-    def open_queue(self, settings: QueueSettings) -> LmdbQueue:
-        """The durable queue for every topic of the engine."""
-        return LmdbQueue(
-            str(self.path / "queue"),
-            codec=EngineCodec(),
-            visibility_timeout=settings.visibility_timeout,
-            max_attempts=settings.max_attempts,
-        )
-
-    def read_queue(self) -> LmdbQueueReader:
-        """The queues, read-only (dead letters, pending counts): works while the job runs.
-
-        Raises:
-            ConfigError: the directory holds no queue.
-        """
-        return LmdbQueueReader(self.path / "queue", codec=EngineCodec())
-
     def running_pid(self) -> str | None:
         """The pid of the process running the job (holding its queue), or None when none does."""
         return LockFile.holder(str(self.path / "queue"))
-
-    def open_coordination(self) -> LmdbCoordination:
-        """The durable coordination store (gates, stop signals, fan-in bookkeeping)."""
-        return LmdbCoordination(str(self.path / "coordination"))
-
-    def open_seen(self) -> LmdbSeenSet:
-        """The durable seen set."""
-        return LmdbSeenSet(str(self.path / "seen"))
 
     def _env(self) -> lmdb.Environment:
         if self._state is None:

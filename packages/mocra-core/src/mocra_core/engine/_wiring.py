@@ -1,0 +1,237 @@
+"""The composition of a run: its local parts (downloaders, sinks) and its stages, built from opened backends.
+
+`Wiring` builds; it starts nothing (`StageRunner` runs what it built). Each stage gets only the few things
+it uses: the queue, the router, its writers or downloaders, and the run's stats and outage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
+
+from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
+from ..schedule import CronRunner, CronSchedule
+from ._backends import open_part
+from ._cron_claims import CronClaims
+from ._download import DownloadStage, Politeness
+from ._frontier import Frontier
+from ._generate import GenerateStage
+from ._hops import HopGuard
+from ._items import ItemWriter
+from ._login import LoginManager
+from ._outage import Outage
+from ._parse import ParseStage
+from ._router import Router
+from ._runbook import RunBook
+from ._seeding import start_tasks
+from ._unparsed import UnparsedMarks
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable, Mapping
+
+    from ..config import Settings, SinkSettings
+    from ..coordination import Coordination, Ownership
+    from ..download import Downloader, DownloadSettings
+    from ..middleware import MiddlewareChain
+    from ..modules import CompiledModule
+    from ..observe import Stats
+    from ..queue import QueueBackend
+    from ..sinks import DataSink
+    from ._backends import Backends
+    from ._budget import PageBudget
+    from ._lifecycle import Lifecycle
+
+__all__ = ("STAGES", "Crons", "Stages", "Wiring", "open_downloaders", "open_writers", "share_limits")
+
+logger = logging.getLogger(__name__)
+
+STAGES = ("generate", "download", "parse")
+"""The part names of the stages, in the order work flows through them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stages:
+    """The stages of a run, and what the engine and the end check share with them."""
+
+    generate: GenerateStage
+    download: DownloadStage
+    parse: ParseStage
+    router: Router
+    outage: Outage
+
+
+class Crons:
+    """The cron schedules of a run, and how many still run (the run is not over while one does)."""
+
+    def __init__(self, runners: list[CronRunner]) -> None:
+        self.runners = runners
+        self.running = len(runners)
+
+    async def run(self, runner: CronRunner) -> None:
+        """Run one schedule to its end."""
+        try:
+            await runner.run()
+        finally:
+            self.running -= 1
+
+
+class Wiring:
+    """Builds the stages of a run from its opened backends.
+
+    Args:
+        modules: The run's modules by name.
+        settings: The run's settings.
+        chain: The middlewares.
+        stats: The run's counters.
+        ownership: A cluster's ownership (cron fires by account owner, per-domain shares), or None.
+    """
+
+    def __init__(
+        self,
+        modules: Mapping[str, CompiledModule],
+        settings: Settings,
+        chain: MiddlewareChain,
+        stats: Stats,
+        *,
+        ownership: Ownership | None,
+    ) -> None:
+        self._modules = modules
+        self._settings = settings
+        self._chain = chain
+        self._stats = stats
+        self._ownership = ownership
+
+    async def stages(
+        self,
+        stack: AsyncExitStack,
+        backends: Backends,
+        queue: QueueBackend,
+        downloaders: Mapping[str, Downloader],
+        writers: Mapping[str, ItemWriter],
+        budget: PageBudget | None,
+    ) -> Stages:
+        """Build the stages on `queue` (the backends' queue, counted); the gated limiter enters `stack`."""
+        settings, stats, ownership = self._settings, self._stats, self._ownership
+        crawl = settings.crawl
+        frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
+        affinity = ownership.partition_key if ownership and crawl.account_affinity else None
+        router = Router(
+            queue, self._modules, frontier, RunBook(backends.coordination), stats, affinity=affinity
+        )
+        robots = (
+            RobotsPolicy(downloaders["default"], user_agent=settings.download.user_agent)
+            if crawl.obey_robots
+            else None
+        )
+        local = DomainLimiter(
+            concurrency=crawl.per_domain_concurrency,
+            delay=crawl.per_domain_delay,
+            max_backoff=settings.retry.max_domain_backoff,
+        )
+        # job-wide politeness for the workers of a shared queue (a cluster: each node's share instead)
+        limiter = (
+            share_limits(local, ownership)  # a cluster without a gate: this node's share
+            if backends.gate is None
+            else await stack.enter_async_context(GatedLimiter(local, backends.gate))
+        )
+        unparsed = UnparsedMarks(backends.coordination) if crawl.direct_parse else None
+        outage = Outage(crawl.outage_timeout)
+        parse = ParseStage(queue, router, writers, self._chain, stats, unparsed, outage)
+        generate = GenerateStage(queue, router, dict(writers), stats, outage)
+        download = DownloadStage(
+            queue,
+            router,
+            LoginManager(dict(downloaders)),
+            Politeness(
+                limiter=limiter,
+                retry=RetryPolicy(settings.retry),
+                robots=robots,
+                hops=HopGuard(backends.seen, robots),
+                visibility_timeout=settings.queue.visibility_timeout,
+            ),
+            self._chain,
+            stats,
+            budget=budget,
+            direct=parse.hand if unparsed is not None else None,
+            unparsed=unparsed,
+            outage=outage,
+        )
+        return Stages(generate=generate, download=download, parse=parse, router=router, outage=outage)
+
+    def crons(self, router: Router, coordination: Coordination) -> Crons:
+        """The cron schedules of the run's cron modules."""
+        modules = [module for module in self._modules.values() if module.cron is not None]
+        return Crons([self._cron_runner(module, router, coordination) for module in modules])
+
+    def _cron_runner(self, module: CompiledModule, router: Router, coordination: Coordination) -> CronRunner:
+        assert module.cron is not None
+        schedule = CronSchedule(module.cron, misfire_tolerance=module.cron_misfire)
+        claims = None if self._ownership is None else CronClaims(self._ownership, coordination)
+
+        async def fire(when: float) -> None:
+            tasks = start_tasks(module, f"cron{int(when)}")
+            if claims is not None:  # a cluster: the accounts this node owns, each fire once job-wide
+                tasks = await claims.claim(tasks, when, misfire_tolerance=module.cron_misfire)
+            logger.info("cron: starting %s (%s), %d run(s)", module.name, module.cron, len(tasks))
+            await router.seed(tasks)
+
+        is_leader = coordination.is_leader if claims is None else None  # a cluster: every node fires
+        return CronRunner(schedule, fire, is_leader=is_leader, max_fires=self._settings.crawl.cron_max_fires)
+
+
+def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLimiter | ShareLimiter:
+    """Per-domain limits without a job-wide gate: all of them on one node, the node's share on a cluster."""
+    return local if ownership is None else ShareLimiter(local, ownership.member_count)
+
+
+async def open_downloaders(
+    stack: AsyncExitStack, lifecycle: Lifecycle, given: Mapping[str, Downloader], settings: DownloadSettings
+) -> dict[str, Downloader]:
+    """Open the run's downloaders (the built-in one as `default` unless given) as the part `downloaders`."""
+    downloaders = dict(given)
+    if "default" not in downloaders:
+        downloaders["default"] = HttpxDownloader(settings)
+    names = ", ".join(sorted(downloaders))
+    await stack.enter_async_context(
+        open_part(lifecycle, "downloaders", names, _entered(downloaders.values()))
+    )
+    return downloaders
+
+
+async def open_writers(
+    stack: AsyncExitStack,
+    lifecycle: Lifecycle,
+    sinks: Mapping[str, DataSink | None],
+    chain: MiddlewareChain,
+    stats: Stats,
+    settings: SinkSettings,
+) -> dict[str, ItemWriter]:
+    """Open each distinct sink once (as the part `sinks`) and give every module the writer of its sink."""
+    from ..sinks import CallbackSink
+
+    by_module = {name: sink or CallbackSink(lambda item: None) for name, sink in sinks.items()}
+    distinct = list({id(sink): sink for sink in by_module.values()}.values())
+    await stack.enter_async_context(
+        open_part(lifecycle, "sinks", ", ".join(repr(s) for s in distinct), _opened(distinct))
+    )
+    by_sink = {id(sink): ItemWriter(sink, chain, stats, settings) for sink in distinct}
+    return {name: by_sink[id(sink)] for name, sink in by_module.items()}
+
+
+@asynccontextmanager
+async def _entered(downloaders: Iterable[Downloader]) -> AsyncIterator[None]:
+    async with AsyncExitStack() as stack:
+        for downloader in downloaders:
+            await stack.enter_async_context(downloader)
+        yield
+
+
+@asynccontextmanager
+async def _opened(sinks: Iterable[DataSink]) -> AsyncIterator[None]:
+    async with AsyncExitStack() as stack:
+        for sink in sinks:
+            await sink.open()
+            stack.push_async_callback(sink.close)
+        yield
