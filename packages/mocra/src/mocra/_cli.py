@@ -93,9 +93,9 @@ def _continues(settings: Settings) -> bool:
     So is a job dir that holds crawl state, and any job on a broker: its queues outlive its workers, so a
     worker started again (after Ctrl-C, a crash, or exit 75) or beside another continues it.
     """
-    from mocra_core.engine import JobDir, is_shared
+    from mocra_core.engine import BackendPlan, JobDir
 
-    if is_shared(settings):
+    if BackendPlan.decide(settings, job="", read_only=True).shared:
         return True
     job_dir = settings.crawl.job_dir
     return job_dir is not None and JobDir.holds_state(job_dir)
@@ -264,7 +264,13 @@ def _configure_logging(verbosity: int) -> None:
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     if verbosity < 1:
-        for noisy in ("httpx", "httpcore", "mocra_core.engine._engine", "mocra_core.engine._end"):
+        for noisy in (
+            "httpx",
+            "httpcore",
+            "mocra_core.engine._engine",
+            "mocra_core.engine._end",
+            "mocra_core.engine._lifecycle",  # the run's state changes: `mocra run -v` shows them
+        ):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         # aiokafka narrates group joins at INFO and, while the broker is away, logs an ERROR per metadata
         # retry (thousands a minute); mocra's own messages say what a worker does about it
