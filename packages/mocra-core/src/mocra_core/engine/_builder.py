@@ -166,7 +166,11 @@ class MocraBuilder:
         return layers.convert(source="builder.settings()")
 
     def build(self) -> Engine:
-        """Build the engine without running it."""
+        """Build the engine without running it: `engine.run()` runs it, `engine.interrupt()` drains it.
+
+        The engine shows the run's lifecycle: `engine.state`, `engine.parts()` (each stage, backend, the
+        sinks) and `engine.events()`, a stream of every state change (see `Engine`).
+        """
         from .._errors import ConfigError
 
         if not self._modules:

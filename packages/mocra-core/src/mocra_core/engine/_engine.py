@@ -185,9 +185,12 @@ class Engine:
     def events(self) -> MemoryObjectReceiveStream[StateChange]:
         """A stream of the run's state changes: those so far, then each as it happens; it ends with the run.
 
+        Each subscriber gets its own stream (unbounded: the run never waits for it); close it when done.
+
         Example:
             >>> async def watch(engine: Engine) -> list[str]:
-            ...     return [f"{change.part} {change.new}" async for change in engine.events()]
+            ...     with engine.events() as events:
+            ...         return [f"{change.part} {change.new}" async for change in events]
         """
         return self._lifecycle.subscribe()
 
