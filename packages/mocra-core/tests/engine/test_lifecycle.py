@@ -232,3 +232,36 @@ def test_drain_timeout_is_a_setting_like_the_others(tmp_path: pathlib.Path) -> N
     assert load(None, overrides=["crawl.drain_timeout=2"], environ={}).crawl.drain_timeout == 2
     with pytest.raises(ConfigError, match="crawl.drain_timeout"):
         load(None, overrides=["crawl.drain_timeout=0"], environ={})
+
+
+class RefusingSink:
+    """A sink whose database refuses it at start."""
+
+    async def open(self) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    async def write(self, items: Any) -> None:
+        raise AssertionError("never reached")
+
+    async def close(self) -> None:
+        raise AssertionError("never opened")
+
+    def __repr__(self) -> str:
+        return "<RefusingSink>"
+
+
+async def test_a_sink_failing_at_start_fails_the_run_naming_it_before_any_fetch(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    tree_site(server, delay=0)
+    engine = builder.spider(Tree(server.url("/p/0")), RefusingSink()).build()
+
+    with pytest.raises(ConnectionRefusedError):
+        await engine.run()
+
+    assert dict(server.hits) == {}
+    assert engine.state == "failed"
+    assert engine.parts() == {"engine": "failed", "downloaders": "stopped", "sinks": "failed"}
+    with engine.events() as events:
+        causes = [change.cause async for change in events if change.new == "failed"]
+    assert causes == ["sinks (<RefusingSink>): ConnectionRefusedError: [Errno 111] Connection refused"] * 2

@@ -71,12 +71,16 @@ class StateChange(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def describe_error(exc: BaseException) -> str:
-    """An error in one line: its type and message.
+    """An error in one line: its type and message (a group of one error, as task groups raise: that one).
 
     Example:
         >>> describe_error(ConnectionRefusedError(111, "Connection refused"))
         'ConnectionRefusedError: [Errno 111] Connection refused'
+        >>> describe_error(ExceptionGroup("unhandled errors in a TaskGroup", [KeyError("x")]))
+        "KeyError: 'x'"
     """
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
