@@ -16,8 +16,8 @@ import nats
 import pytest
 
 from mocra_core import BackendUnavailable, ConfigError
+from mocra_core.backends.nats._pull import Puller
 from mocra_core.queue import MsgpackCodec, NatsJetStreamQueue, open_queue
-from mocra_core.queue._nats_pull import Puller
 
 if TYPE_CHECKING:
     import pathlib
@@ -203,7 +203,7 @@ async def test_workers_that_disagree_on_the_ack_wait_are_warned(
 
 
 async def test_concurrent_acks_share_a_round_trip(namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mocra_core.queue._nats_wire import Replies
+    from mocra_core.backends.nats._wire import Replies
 
     calls = 0
     request_all = Replies.request_all
@@ -298,7 +298,7 @@ async def test_a_fetch_the_server_answers_late_or_never_neither_stalls_nor_loses
         started = anyio.current_time()
         assert await take(queue) == []  # no answer
         assert anyio.current_time() - started < 1.0  # it waited 5 s
-        puller = queue._pullers[(T, "workers")]
+        puller = queue._consumers.pullers[(T, "workers")]
         await pull(puller, *held[0])  # the answer comes after all: `x`, leased to this queue
         with anyio.fail_after(5):
             [x] = await take(queue, wait=3)

@@ -9,6 +9,7 @@ this process and handed out by its next `consume`, merged by lane and stream ord
 the call that made it by at most `LINGER` seconds, which bounds how long a process that stopped
 consuming can still catch messages. A `no_wait` request left unanswered for `QUIET` seconds (nats-server
 2.9 may never answer one, see `_fetch_lane`) is given up, and what it still brings goes to `buffer`.
+Which lanes and keys the topic has, and their durable consumers: `Topology` (`_topology.py`).
 """
 
 from __future__ import annotations
@@ -16,15 +17,12 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import re
 from typing import TYPE_CHECKING
 
 import anyio
-import nats.js.api as jsapi
-import nats.js.errors
 
-from .._errors import BackendError
-from ._nats_wire import Raw, parse_ack_subject, status_of
+from ._topology import SETTLE, Topology, origin_of
+from ._wire import Raw, parse_ack_subject, status_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,7 +32,8 @@ if TYPE_CHECKING:
     from nats.aio.subscription import Subscription
     from nats.js import JetStreamContext
 
-    from ._nats_wire import Call, Names
+    from ._topology import Key
+    from ._wire import Call, Names
 
 __all__ = ("Puller",)
 
@@ -42,23 +41,9 @@ logger = logging.getLogger(__name__)
 
 LINGER = 1.0
 """Seconds a waiting consumer's pull request lingers on a lane before it is renewed."""
-SETTLE = 0.25
-"""Seconds `fetch` waits at most for a key message the server is known to be pushing right now."""
 QUIET = 0.1
 """Seconds a `no_wait` fetch of a lane waits for its answer before going on without it."""
-REDISCOVER = 1.0
-"""Least seconds between two listings of a topic's subjects."""
 _NEXT = "$JS.API.CONSUMER.MSG.NEXT"
-_KEY_TOKEN = re.compile(r"[0-9a-f]{20}")
-
-
-class _Key:
-    __slots__ = ("consumer", "expect_until", "request")
-
-    def __init__(self) -> None:
-        self.consumer: str | None = None  # durable name once ensured
-        self.request: str | None = None  # id of this process's lingering pull request
-        self.expect_until = 0.0  # the server should be pushing a message of this key to us until then
 
 
 class Puller:
@@ -80,23 +65,29 @@ class Puller:
         self.topic = topic
         self.group = group
         self._nc = nc
-        self._js = js
         self._names = names
-        self._vis = visibility_timeout
-        self._ack_wait = ack_wait  # the server's lease: the lease keeper renews it while we live
         self._clock = clock
-        self._call = call
         self._inbox = nc.new_inbox()
         self._ids = itertools.count(1)
-        self.lanes: dict[int, str | None] = {}  # lane -> durable name once ensured
-        self.keys: dict[str, _Key] = {}
+        self.topology = Topology(
+            js,
+            names,
+            topic,
+            group,
+            visibility_timeout=visibility_timeout,
+            ack_wait=ack_wait,
+            clock=clock,
+            call=call,
+            changed=lambda: self._notify(topology=True),
+        )
+        self.lanes = self.topology.lanes  # lane -> durable name once ensured
+        self.keys = self.topology.keys
         self.buffer: list[Raw] = []
         self._requests: dict[str, tuple[str, int | str]] = {}  # request id -> ("l", lane) | ("k", kt)
         self._lingering: dict[int, list[tuple[str, float]]] = {}  # lane -> (request id, expiry), oldest first
         self._waiting = 0
         self._wake = anyio.Event()
         self.generation = 0  # +1 when lanes or keys appear: waiters must fetch, not only read the buffer
-        self._discover_at = 0.0  # 0: list the subjects at the next fetch
         self._subs: list[Subscription] = []
         self._preparing = anyio.Lock()
         self._inflight: set[anyio.Event] = set()  # `no_wait` fetches waiting for their answer
@@ -129,7 +120,7 @@ class Puller:
         self._lingering.clear()
         for key in self.keys.values():
             key.request = None
-        self._discover_at = 0.0
+        self.topology.rediscover()
         for done in self._inflight:  # their requests may have been lost with the old connection
             done.set()
         self._notify(topology=True)
@@ -150,7 +141,7 @@ class Puller:
         info = parse_ack_subject(msg.reply)
         if info is None:
             return
-        kt, lane = self._origin(msg.subject)
+        kt, lane = origin_of(msg.subject)
         self.buffer.append(Raw(msg, info, kt, lane, self._clock()))
         if kt is not None:
             key = self.keys.get(kt)
@@ -164,15 +155,6 @@ class Puller:
             if lingering:  # the server serves one consumer's requests in order: our oldest one is done
                 self._requests.pop(lingering.pop(0)[0], None)
         self._notify()
-
-    def _origin(self, subject: str) -> tuple[str | None, int]:
-        kind, _, token = subject.rpartition(".")
-        if kind.endswith(".k"):
-            return token, 0
-        try:
-            return None, int(token)
-        except ValueError:
-            return None, 0
 
     def _request_ended(self, rid: str, status: str | None) -> None:
         origin = self._requests.pop(rid, None)
@@ -193,18 +175,7 @@ class Puller:
                     self._notify()  # a waiter renews it
 
     async def _on_bell(self, msg: Msg) -> None:
-        token = msg.data.decode(errors="replace")
-        kind, rest = token[:1], token[1:]
-        if kind == "l" and rest.lstrip("-").isdigit():
-            lane = int(rest)
-            if lane not in self.lanes:
-                self.lanes[lane] = None
-                self._notify(topology=True)
-        elif kind == "k" and _KEY_TOKEN.fullmatch(rest):
-            key = self.keys.get(rest)
-            if key is None or key.request is None:
-                self.keys.setdefault(rest, _Key())
-                self._notify(topology=True)
+        self.topology.heard(msg.data.decode(errors="replace"))
 
     # -- asking --------------------------------------------------------------------------------------
 
@@ -212,7 +183,7 @@ class Puller:
         subject = f"{_NEXT}.{self._names.work_stream}.{consumer}"
         await self._nc.publish(subject, json.dumps(request).encode(), reply=reply)
 
-    async def _ask_key(self, kt: str, key: _Key, seconds: float = LINGER) -> None:
+    async def _ask_key(self, kt: str, key: Key, seconds: float = LINGER) -> None:
         if key.consumer is None or key.request is not None or self.closed:
             return
         rid = f"k{next(self._ids)}"
@@ -226,116 +197,16 @@ class Puller:
         if key is not None and more:
             key.expect_until = self._clock() + SETTLE
 
-    async def _ensure(self, part: str, subject: str, *, max_ack_pending: int) -> jsapi.ConsumerInfo:
-        name = self._names.consumer(self.topic, self.group, part)
-        config = jsapi.ConsumerConfig(
-            name=name,
-            durable_name=name,
-            description=f"mocra topic={self.topic!r} group={self.group!r} {part}"[:256],
-            deliver_policy=jsapi.DeliverPolicy.ALL,
-            ack_policy=jsapi.AckPolicy.EXPLICIT,
-            ack_wait=self._ack_wait,
-            max_deliver=-1,
-            filter_subject=subject,
-            max_ack_pending=max_ack_pending,
-            max_waiting=4096,
-            inactive_threshold=max(3600.0, 4 * self._vis),
-        )
-        await self._check_agreement(name)
-        try:
-            info = await self._call(
-                "create a consumer", lambda: self._js.add_consumer(self._names.work_stream, config)
-            )
-        except BackendError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, nats.js.errors.APIError) and cause.err_code == 10100:
-                raise ValueError(
-                    f"topic {self.topic!r} is consumed by another group than {self.group!r}"
-                ) from None
-            raise
-        assert isinstance(info, jsapi.ConsumerInfo)
-        return info
-
-    async def _check_agreement(self, name: str) -> None:
-        """Warn when the consumer exists with another `ack_wait`: the last worker to start would set it."""
-        try:
-            info = await self._call(
-                "read a consumer", lambda: self._js.consumer_info(self._names.work_stream, name)
-            )
-        except BackendError as exc:
-            if isinstance(exc.__cause__, nats.js.errors.NotFoundError):
-                return
-            raise
-        theirs = info.config.ack_wait or 0.0
-        if abs(theirs - self._ack_wait) > 0.01 * self._ack_wait:
-            logger.warning(
-                "nats: workers of %s disagree on the consumers' ack_wait (queue.liveness_timeout, or "
-                "queue.visibility_timeout if shorter): %g s before, %g s for this one (the last to start "
-                "sets it for all, and a lease may come back while another still works on it): give every "
-                "worker the same",
-                self._names.ns, theirs, self._ack_wait,
-            )  # fmt: skip
-
-    async def _discover(self) -> None:
-        now = self._clock()
-        if self._discover_at > now:
-            return
-        self._discover_at = now + REDISCOVER
-        names = self._names
-        info = await self._call(
-            "list subjects",
-            lambda: self._js.stream_info(names.work_stream, subjects_filter=names.topic_subjects(self.topic)),
-        )
-        assert isinstance(info, jsapi.StreamInfo)
-        seen: set[str] = set()
-        known = len(self.lanes), len(self.keys)
-        for subject, count in (info.state.subjects or {}).items():
-            if not count:
-                continue
-            kt, lane = self._origin(subject)
-            if kt is None:
-                self.lanes.setdefault(lane, None)
-            else:
-                seen.add(kt)
-                self.keys.setdefault(kt, _Key())
-        if (len(self.lanes), len(self.keys)) != known:
-            self._notify(topology=True)
-        for kt, key in list(self.keys.items()):
-            if kt not in seen and key.request is None and not key.expect_until:
-                del self.keys[kt]  # empty: forget it until a bell names it again
-
     async def _prepare(self) -> None:
         """List the topic's subjects (at most once a second), ensure new consumers, ask for every key."""
         async with self._preparing:
             await self._prepare_now()
 
     async def _prepare_now(self) -> None:
-        if self._discover_at <= self._clock():
-            await self._discover()
-        for lane, consumer in list(self.lanes.items()):
-            if consumer is None:
-                subject = self._names.lane_subject(self.topic, lane)
-                await self._ensure(f"l{lane}", subject, max_ack_pending=-1)
-                self.lanes[lane] = self._names.consumer(self.topic, self.group, f"l{lane}")
-        new = [(kt, key) for kt, key in self.keys.items() if key.consumer is None]
-        if new:
-            limiter = anyio.CapacityLimiter(32)  # one round trip each: create them side by side
-            try:
-                async with anyio.create_task_group() as tg:
-                    for kt, key in new:
-                        tg.start_soon(self._ensure_key, kt, key, limiter)
-            except ExceptionGroup as group:  # the same failure for every key: report it once
-                raise group.exceptions[0] from None
+        await self.topology.prepare()
         for kt, key in list(self.keys.items()):
             if key.request is None:
                 await self._ask_key(kt, key)
-
-    async def _ensure_key(self, kt: str, key: _Key, limiter: anyio.CapacityLimiter) -> None:
-        async with limiter:
-            info = await self._ensure(f"k{kt}", self._names.key_subject(self.topic, kt), max_ack_pending=1)
-        key.consumer = info.name
-        if not info.num_ack_pending and info.num_pending:  # free, with a message: the server sends it now
-            key.expect_until = self._clock() + SETTLE
 
     # -- fetching ------------------------------------------------------------------------------------
 

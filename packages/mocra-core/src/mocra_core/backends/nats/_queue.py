@@ -1,6 +1,6 @@
 """`NatsJetStreamQueue`: the `QueueBackend` contract on NATS JetStream (nats-py).
 
-How the contract maps onto JetStream (names in `_nats_wire.Names`):
+How the contract maps onto JetStream (names in `_wire.Names`):
 
 - **Messages** are msgpack `Envelope`s in one stream per namespace, `{ns}-work`, with *work queue*
   retention: a message is stored until it is acked, so the stream holds exactly the messages that are
@@ -60,17 +60,15 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .._errors import redact
-from .._gather import Gather
-from ._checks import check_limits, check_max_messages, check_payloads
-from ._envelope import Envelope, pack
-from ._lease_keeper import LeaseKeeper, check_liveness
-from ._nats_dlq import DeadLetterStore
-from ._nats_lease import Lease, Leases
-from ._nats_pending import consumers_of, count_pending
-from ._nats_pull import Puller
-from ._nats_setup import Api, connect, ensure_streams
-from ._nats_wire import DUE_HEADER, Names, Raw, Replies, check_stored, check_topic, key_token
+from ..._errors import redact
+from ...queue._checks import check_limits, check_payloads
+from ...queue._envelope import Envelope, pack
+from ...queue._lease_keeper import LeaseKeeper, check_liveness
+from ._connection import Api, connect, ensure_streams
+from ._consume import Consumers, Link
+from ._dlq import DeadLetterStore
+from ._pending import consumers_of, count_pending
+from ._wire import DUE_HEADER, Names, Replies, check_stored, check_topic, key_token
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,10 +76,9 @@ if TYPE_CHECKING:
     from typing import Literal, Self
 
     from nats.aio.client import Client
-    from nats.js import JetStreamContext
 
-    from ._codec import Codec
-    from ._delivery import DeadLetter, Delivery
+    from ...queue._codec import Codec
+    from ...queue._delivery import DeadLetter, Delivery
 
 __all__ = ("NatsJetStreamQueue",)
 
@@ -161,22 +158,22 @@ class NatsJetStreamQueue:
         self._ids = itertools.count(1)
         self._rung: dict[tuple[str, str], float] = {}  # (topic, lane bell) -> when this queue last rang it
         self._id_prefix = secrets.token_hex(6)
-        self._pullers: dict[tuple[str, str], Puller] = {}
-        self._starting: dict[tuple[str, str], anyio.Lock] = {}
-        self._leases = Leases(
+        self._consumers = Consumers(
+            self._check,
+            self.names,
             codec,
+            self._api,
+            url=url,
             visibility_timeout=visibility_timeout,
             ack_wait=self.ack_wait,
             max_attempts=max_attempts,
             clock=self._clock,
         )
-        self._keeper = LeaseKeeper(self._renew, every=self.ack_wait / 5, what=f"nats {redact(url)}")
+        self._keeper = LeaseKeeper(self._consumers.renew, every=self.ack_wait / 5, what=f"nats {redact(url)}")
         self._nc: Client | None = None
-        self._js: JetStreamContext | None = None
         self._replies: Replies | None = None
-        self._dlq: DeadLetterStore | None = None
+        self._link: Link | None = None
         self._closed = False
-        self._acks: Gather[list[Lease], None] = Gather(self._ack_all)  # concurrent acks share a batch
 
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
@@ -202,32 +199,21 @@ class NatsJetStreamQueue:
         await self.aclose()
         await self._keeper.stop()
 
-    async def _renew(self) -> None:
-        """Extend the server's lease of every message this process holds whose renewal is due (one batch)."""
-        _, replies = self._check()
-        now = self._clock()
-        raws = self._leases.to_renew(now, [puller.buffer for puller in self._pullers.values()])
-        if raws:
-            await replies.request_all([(raw.ack, b"+WPI", None) for raw in raws], self._api.timeout)
-            for raw in raws:
-                raw.renewed = now
-
     async def _connect(self) -> None:
         async def on_reconnect() -> None:
             if self._replies is not None:
                 self._replies.reconnected()
-            for puller in self._pullers.values():
-                puller.reconnected()
+            self._consumers.reconnected()
 
         name = f"mocra-{self.names.ns}"
         nc = await connect(self.url, name=name, within=self._api.timeout, on_reconnect=on_reconnect)
         self._nc = nc
-        self._js = nc.jetstream(timeout=min(self._api.timeout, 2.0))
+        js = nc.jetstream(timeout=min(self._api.timeout, 2.0))
         try:
-            self._replies = Replies(nc, self.url)
-            await self._replies.start()
-            await ensure_streams(self._js, self.names, self._storage, self._api)
-            self._dlq = DeadLetterStore(self._js, self.names, self._codec, self._api)
+            self._replies = replies = Replies(nc, self.url)
+            await replies.start()
+            await ensure_streams(js, self.names, self._storage, self._api)
+            self._link = Link(nc, js, replies, DeadLetterStore(js, self.names, self._codec, self._api))
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await nc.close()
@@ -241,9 +227,7 @@ class NatsJetStreamQueue:
         self._keeper.cancel()
         nc = self._nc
         with anyio.CancelScope(shield=True):
-            handed_back: list[Raw] = []
-            for puller in self._pullers.values():
-                handed_back += await puller.close()
+            handed_back = await self._consumers.close()
             if nc is not None and not nc.is_closed:
                 try:
                     for raw in handed_back:
@@ -252,15 +236,13 @@ class NatsJetStreamQueue:
                         await nc.close()
                 except Exception:  # closing: nothing left to do about it
                     logger.debug("closing nats connection failed", exc_info=True)
-        self._pullers.clear()
-        self._leases.clear()
 
-    def _check(self) -> tuple[Client, Replies]:
+    def _check(self) -> Link:
         if self._closed:
             raise anyio.ClosedResourceError
-        if self._nc is None or self._replies is None:
+        if self._link is None:
             raise RuntimeError("use the queue with `async with` first")
-        return self._nc, self._replies
+        return self._link
 
     # -- publishing ----------------------------------------------------------------------------------
 
@@ -274,7 +256,7 @@ class NatsJetStreamQueue:
         delay: float = 0.0,
     ) -> None:
         """Add `payloads` to `topic`, in order (see `QueueBackend.publish`); one round trip per batch."""
-        nc, replies = self._check()
+        replies = self._check().replies
         check_topic(topic)
         check_payloads(payloads)
         if not isinstance(priority, int) or not -(2**63) <= priority < 2**63:
@@ -331,148 +313,45 @@ class NatsJetStreamQueue:
 
     # -- consuming -----------------------------------------------------------------------------------
 
-    async def _puller(self, topic: str, group: str) -> Puller:
-        nc, _ = self._check()
-        puller = self._pullers.get((topic, group))
-        if puller is not None:
-            return puller
-        check_topic(topic)
-        if any(t == topic for t, _ in self._pullers):
-            other = next(g for t, g in self._pullers if t == topic)
-            raise ValueError(f"topic {topic!r} is consumed by group {other!r}, not {group!r}")
-        lock = self._starting.setdefault((topic, group), anyio.Lock())
-        async with lock:
-            puller = self._pullers.get((topic, group))
-            if puller is None:
-                assert self._js is not None
-                puller = Puller(
-                    nc,
-                    self._js,
-                    self.names,
-                    topic,
-                    group,
-                    visibility_timeout=self.visibility_timeout,
-                    ack_wait=self.ack_wait,
-                    clock=self._clock,
-                    call=self._api,
-                )
-                await puller.start()
-                self._pullers[(topic, group)] = puller
-        return puller
-
     async def consume(
         self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
     ) -> Sequence[Delivery]:
         """Lease up to `max_messages` messages of `topic` (see `QueueBackend.consume`)."""
-        check_max_messages(max_messages)
-        puller = await self._puller(topic, group)
-        deadline = anyio.current_time() + wait
-        generation = puller.generation
-        raws = await puller.fetch(max_messages)
-        while True:
-            self._check()
-            found = await self._admit(puller, raws)
-            if found or anyio.current_time() >= deadline:
-                return found
-            if puller.generation == generation and not await puller.wait(deadline):
-                return []
-            if puller.generation != generation:  # new lanes or keys, or a reconnect: ask the server
-                generation = puller.generation
-                raws = await puller.fetch(max_messages)
-            else:
-                raws = puller.take_buffered(max_messages)
-
-    async def _admit(self, puller: Puller, raws: list[Raw]) -> list[Delivery]:
-        """Turn delivered messages into deliveries; poison, overdue and not-yet-due ones are dealt with."""
-        if not raws:
-            return []
-        nc, _ = self._check()
-        admitted = self._leases.admit(puller, raws)
-        try:
-            for raw, delay in admitted.held:  # the first delivery of a delayed message: back until due
-                await nc.publish(raw.ack, f'-NAK {{"delay": {int(delay * 1e9)}}}'.encode())
-            if admitted.dead:
-                await self._bury(puller.topic, admitted.dead)
-        except BaseException:
-            self._leases.undo(admitted.deliveries)
-            raise
-        return admitted.deliveries
-
-    def _end(self, delivery: Delivery) -> Lease | None:
-        self._check()
-        return self._leases.end(delivery)
+        return await self._consumers.consume(topic, group, max_messages, wait)
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         """Finish `deliveries`; stale ones are ignored. Concurrent acks share one round trip."""
-        self._check()
-        leases = [lease for lease in map(self._end, deliveries) if lease is not None]
-        if leases:
-            await self._acks(leases)
-        for lease in leases:
-            if lease.raw.kt is not None:
-                lease.puller.key_released(lease.raw.kt, more=lease.raw.info.pending > 0)
-
-    async def _ack_all(self, batches: list[list[Lease]]) -> list[None]:
-        _, replies = self._check()
-        acks = [(lease.raw.ack, b"+ACK", None) for leases in batches for lease in leases]
-        await replies.request_all(acks, self._api.timeout)
-        return [None] * len(batches)
+        await self._consumers.ack(deliveries)
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Hand `delivery` back for a later attempt, or to the DLQ (see `QueueBackend.nack`)."""
-        _, replies = self._check()
-        lease = self._end(delivery)
-        if lease is None:
-            return
-        if lease.attempt >= self.max_attempts:
-            why = f"{reason or 'nacked'} on attempt {lease.attempt} of {self.max_attempts}"
-            await self._bury(delivery.topic, [(lease.raw, lease.attempt, why)])
-        else:
-            body = f'-NAK {{"delay": {int(delay * 1e9)}}}'.encode() if delay > 0 else b"-NAK"
-            await replies.request_all([(lease.raw.ack, body, None)], self._api.timeout)
-        if lease.raw.kt is not None:
-            lease.puller.key_released(lease.raw.kt, more=delay <= 0)  # a delayed nack keeps the key
+        await self._consumers.nack(delivery, delay, reason)
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""
-        lease = self._end(delivery)
-        if lease is None:
-            return
-        await self._bury(delivery.topic, [(lease.raw, lease.attempt, reason)])
-        if lease.raw.kt is not None:
-            lease.puller.key_released(lease.raw.kt, more=lease.raw.info.pending > 0)
-
-    async def _bury(self, topic: str, dead: list[tuple[Raw, int, str]]) -> None:
-        """Publish DLQ entries, then ack the originals."""
-        _, replies = self._check()
-        assert self._dlq is not None
-        requests = [self._dlq.entry(topic, raw, attempt, reason) for raw, attempt, reason in dead]
-        check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
-        await replies.request_all([(raw.ack, b"+ACK", None) for raw, _, _ in dead], self._api.timeout)
+        await self._consumers.dead_letter(delivery, reason)
 
     # -- the DLQ and accounting ----------------------------------------------------------------------
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """Read up to `limit` dead letters of `topic`, oldest first."""
-        self._check()
+        dlq = self._check().dlq
         check_topic(topic)
-        assert self._dlq is not None
-        return [letter for _, letter, _ in await self._dlq.read(topic, limit)]
+        return [letter for _, letter, _ in await dlq.read(topic, limit)]
 
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
         """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
-        nc, replies = self._check()
+        nc, _, replies, dlq = self._check()
         check_topic(topic)
-        assert self._dlq is not None
-        entries = await self._dlq.read(topic, None)
+        entries = await dlq.read(topic, None)
         if ids is not None:
             wanted = set(ids)
             entries = [entry for entry in entries if entry[1].id in wanted]
         if not entries:
             return 0
-        requests, bells = self._dlq.replays(topic, entries)
+        requests, bells = dlq.replays(topic, entries)
         check_stored(self.url, await replies.request_all(requests, self._api.timeout, keep=True))
-        await self._dlq.delete([seq for seq, _, _ in entries])
+        await dlq.delete([seq for seq, _, _ in entries])
         for bell in sorted(bells):
             await nc.publish(self.names.bell_subject(topic), bell.encode())
         return len(entries)
@@ -484,10 +363,8 @@ class NatsJetStreamQueue:
         counts its stored messages. (After a crash, nats-server 2.9 may keep messages in a work-queue
         stream whose ack its consumer recorded: they are never delivered again, and are not counted.)
         """
-        self._check()
+        js, names = self._check().js, self.names
         check_topic(topic)
-        js, names = self._js, self.names
-        assert js is not None
         info = await self._api(
             "count messages",
             lambda: js.stream_info(names.work_stream, subjects_filter=names.topic_subjects(topic)),

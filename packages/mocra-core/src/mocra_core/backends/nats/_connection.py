@@ -11,7 +11,7 @@ import nats.errors
 import nats.js.api as jsapi
 import nats.js.errors
 
-from .._errors import BackendError, BackendUnavailable, redact
+from ..._errors import BackendError, BackendUnavailable, redact
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from nats.aio.client import Client
     from nats.js import JetStreamContext
 
-    from ._nats_wire import Names
+    from ._wire import Names
 
 __all__ = ("Api", "connect", "ensure_streams")
 

@@ -1,4 +1,4 @@
-"""`DeadLetterStore`: the readable DLQ stream of a `NatsJetStreamQueue` (see `_nats.py`)."""
+"""`DeadLetterStore`: the readable DLQ stream of a `NatsJetStreamQueue` (see `_queue.py`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import msgspec
 import nats.js.errors
 
-from .._errors import PoisonMessage
-from ._delivery import DeadLetter
-from ._envelope import Envelope, pack, unpack
-from ._nats_wire import POISON_HEADER, key_token
+from ..._errors import PoisonMessage
+from ...queue._delivery import DeadLetter
+from ...queue._envelope import Envelope, pack, unpack
+from ._wire import POISON_HEADER, key_token
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from nats.js import JetStreamContext
     from nats.js.api import RawStreamMsg
 
-    from ._codec import Codec
-    from ._nats_wire import Call, Names, Raw
+    from ...queue._codec import Codec
+    from ._wire import Call, Names, Raw
 
 __all__ = ("DeadLetterStore",)
 

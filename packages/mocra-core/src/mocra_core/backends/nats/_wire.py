@@ -1,4 +1,4 @@
-"""Names, subjects and reply plumbing of `NatsJetStreamQueue` (see `_nats.py` for the design)."""
+"""Names, subjects and reply plumbing of `NatsJetStreamQueue` (see `_queue.py` for the design)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
-from .._errors import BackendError, BackendUnavailable, PoisonMessage
-from ._envelope import Envelope, unpack
+from ..._errors import BackendError, BackendUnavailable, PoisonMessage
+from ...queue._envelope import Envelope, unpack
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence

@@ -11,15 +11,15 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ._delivery import Delivery
-from ._waiters import new_lease_token
+from ...queue._delivery import Delivery
+from ...queue._waiters import new_lease_token
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ._codec import Codec
-    from ._nats_pull import Puller
-    from ._nats_wire import Raw
+    from ...queue._codec import Codec
+    from ._pull import Puller
+    from ._wire import Raw
 
 __all__ = ("Admitted", "Lease", "Leases")
 
