@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from mocra_core import ConfigError
+from mocra_core.backends.lmdb._queue_reader import LmdbQueueReader
 from mocra_core.queue import LmdbQueue, MsgpackCodec
-from mocra_core.queue._lmdb_reader import LmdbQueueReader
 
 if TYPE_CHECKING:
     import pathlib

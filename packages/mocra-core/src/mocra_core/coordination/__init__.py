@@ -17,16 +17,18 @@ from typing import TYPE_CHECKING
 from .._lazy import load_optional
 from ._dag import CoordinationLeaseStore, CoordinationRunStateStore
 from ._errors import CoordinationError
-from ._lmdb import LmdbCoordination
-from ._local import LocalCoordination
 from ._ownership import ControlPlaneOwnership, Ownership, SingleNodeOwnership
 from ._protocol import MAX_KEY_BYTES, Coordination, LockInfo
 
 if TYPE_CHECKING:
+    from ..backends.lmdb._coordination import LmdbCoordination
+    from ..backends.memory._coordination import LocalCoordination
     from ._cluster import ClusterCoordination
     from ._redis import RedisCoordination
 
-_LAZY = {  # name -> (module, extra, the package the extra installs)
+_LAZY = {  # name -> (module, extra, the package the extra installs; "" for none)
+    "LocalCoordination": ("..backends.memory._coordination", "", ""),
+    "LmdbCoordination": ("..backends.lmdb._coordination", "", ""),
     "RedisCoordination": ("._redis", "redis", "redis"),
     "ClusterCoordination": ("._cluster", "cluster", "mocra_cluster"),
 }
@@ -48,14 +50,14 @@ __all__ = (
 )
 
 for _name in __all__:
-    _obj = globals().get(_name)  # RedisCoordination, ClusterCoordination come later, from __getattr__
+    _obj = globals().get(_name)  # the backends come later, from __getattr__
     if getattr(_obj, "__module__", "").startswith(__name__ + "."):
         _obj.__module__ = __name__
 del _name, _obj
 
 
 def __getattr__(name: str) -> object:
-    """Import `RedisCoordination` / `ClusterCoordination` on first use, so the package works without them."""
+    """Import a backend on first use: the package works without the extras, and imports no driver."""
     return load_optional(__name__, _LAZY, name)
 
 

@@ -1,7 +1,8 @@
 """Request dedup: the `SeenSet` protocol and its memory, LMDB, coordination and Redis stores.
 
-`RedisSeenSet` needs the `redis` extra and `ClusterSeenSet` the `cluster` extra; each is imported on first
-use.
+The stores of a driver live in `mocra_core.backends` and are imported on first use (this package imports
+no driver): `MemorySeenSet`, `LmdbSeenSet`, `RedisSeenSet` (the `redis` extra), `ClusterSeenSet` (the
+`cluster` extra).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import TYPE_CHECKING
 from .._lazy import load_optional
 from ._coordination import CoordinationSeenSet
 from ._errors import SeenSetError
-from ._lmdb import LmdbSeenSet
-from ._memory import MemorySeenSet
 from ._seen_set import SeenSet
 
 if TYPE_CHECKING:
+    from ..backends.lmdb._seen import LmdbSeenSet
+    from ..backends.memory._seen import MemorySeenSet
     from ._cluster import ClusterSeenSet
     from ._redis import RedisSeenSet
 
@@ -30,12 +31,15 @@ __all__ = (
 )
 
 _LAZY = {
+    "MemorySeenSet": ("..backends.memory._seen", "", ""),
+    "LmdbSeenSet": ("..backends.lmdb._seen", "", ""),
     "RedisSeenSet": ("._redis", "redis", "redis"),
     "ClusterSeenSet": ("._cluster", "cluster", "mocra_cluster"),
 }
-"""The stores imported on first use: their module, the extra that provides their driver, and its package."""
+"""The stores imported on first use: their module, the extra that provides their driver, and its package
+("" for none)."""
 
 
 def __getattr__(name: str) -> object:
-    """Import `RedisSeenSet` / `ClusterSeenSet` on first use, so the package works without their extras."""
+    """Import a store on first use: the package works without the extras, and imports no driver."""
     return load_optional(__name__, _LAZY, name)

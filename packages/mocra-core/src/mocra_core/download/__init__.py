@@ -2,10 +2,11 @@
 
 Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down, in one process),
 `GatedLimiter` (the same plus a `DomainGate` ticket, so the limits hold across the workers of a job:
-`LmdbDomainGate` on one host, `RedisDomainGate` on many, the latter imported on first use as it needs the
-`redis` extra), `ShareLimiter` (a cluster without a gate: each node keeps to its share of the limits) and
-`RobotsPolicy` (robots.txt); `RetryPolicy` decides whether and when a failed download is tried again.
-A `HopCheckingDownloader` (as `HttpxDownloader`) lets the engine check each redirect `Hop` first.
+`LmdbDomainGate` on one host, `RedisDomainGate` on many (the `redis` extra); both live in
+`mocra_core.backends` and are imported on first use), `ShareLimiter` (a cluster without a gate: each
+node keeps to its share of the limits) and `RobotsPolicy` (robots.txt); `RetryPolicy` decides whether
+and when a failed download is tried again. A `HopCheckingDownloader` (as `HttpxDownloader`) lets the
+engine check each redirect `Hop` first.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from .._lazy import load_optional
 from ._decode import ACCEPT_ENCODING, BodyDecoder
 from ._gate import DomainGate, Ticket
 from ._gate_limiter import GatedLimiter
-from ._gate_lmdb import LmdbDomainGate
 from ._httpx import HttpxDownloader, HttpxSession
 from ._limiter import DomainLimiter, DomainState, domain_of
 from ._protocol import Downloader, Hop, HopCheck, HopCheckingDownloader, checks_hops
@@ -26,6 +26,7 @@ from ._settings import DEFAULT_HEADERS, DownloadSettings
 from ._share_limiter import ShareLimiter
 
 if TYPE_CHECKING:
+    from ..backends.lmdb._gate import LmdbDomainGate
     from ._gate_redis import RedisDomainGate
 
 __all__ = (
@@ -57,9 +58,15 @@ __all__ = (
 )
 
 
+_LAZY = {  # name -> (module, extra, the package the extra installs; "" for none)
+    "LmdbDomainGate": ("..backends.lmdb._gate", "", ""),
+    "RedisDomainGate": ("._gate_redis", "redis", "redis"),
+}
+
+
 def __getattr__(name: str) -> object:
-    """Import `RedisDomainGate` on first use, so the package works without the `redis` extra."""
-    return load_optional(__name__, {"RedisDomainGate": ("._gate_redis", "redis", "redis")}, name)
+    """Import a `DomainGate` on first use: the package works without the `redis` extra, imports no driver."""
+    return load_optional(__name__, _LAZY, name)
 
 
 if TYPE_CHECKING:  # mypy --strict proves that the gates fit the protocol

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pathlib
 from typing import TYPE_CHECKING
 
-import lmdb
 import msgspec
 
 from .._errors import ConfigError
+from ..backends.lmdb._lockfile import LockFile
+from ..backends.lmdb._state import StateStore
 from ..observe import StatsSnapshot
-from ..queue._lockfile import LockFile
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +45,7 @@ class JobDir:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError("crawl.job_dir", f"cannot create {str(self.path)!r}: {exc}") from None
-        self._state: lmdb.Environment | None = None
+        self._state = StateStore(self.path / "state")
 
     @property
     def is_resumed(self) -> bool:
@@ -66,17 +66,9 @@ class JobDir:
         """The pid of the process running the job (holding its queue), or None when none does."""
         return LockFile.holder(str(self.path / "queue"))
 
-    def _env(self) -> lmdb.Environment:
-        if self._state is None:
-            self._state = lmdb.open(
-                str(self.path / "state"), map_size=64 << 20, sync=False, metasync=False, max_dbs=0
-            )
-        return self._state
-
     def load_stats(self) -> StatsSnapshot | None:
         """The job's stats as its last run saved them, if any: its counts, with the per-domain ones."""
-        with self._env().begin() as txn:
-            full, counts = txn.get(_STATS), txn.get(_COUNTS)
+        full, counts = self._state.get(_STATS, _COUNTS)
         stats = None if full is None else msgspec.msgpack.decode(full, type=StatsSnapshot)
         if counts is None:  # none saved yet, or by an older mocra
             return stats
@@ -86,14 +78,11 @@ class JobDir:
     def save_stats(self, snapshot: StatsSnapshot) -> None:
         """Persist the job's stats, per-domain counts included (called once a second and at the end)."""
         counts = msgspec.structs.replace(snapshot, domains={})
-        with self._env().begin(write=True) as txn:
-            txn.put(_STATS, msgspec.msgpack.encode(snapshot))
-            txn.put(_COUNTS, msgspec.msgpack.encode(counts))
+        self._state.put({_STATS: msgspec.msgpack.encode(snapshot), _COUNTS: msgspec.msgpack.encode(counts)})
 
     def save_counts(self, snapshot: StatsSnapshot) -> None:
         """Persist the job's counts but the per-domain ones (cheap: called after every ack)."""
-        with self._env().begin(write=True) as txn:
-            txn.put(_COUNTS, msgspec.msgpack.encode(snapshot))
+        self._state.put({_COUNTS: msgspec.msgpack.encode(snapshot)})
 
     def counts_saver(self, stats: Stats) -> Callable[[], None]:
         """A function saving the job's counts as `stats` has them (`save_counts`), for after each ack."""
@@ -101,6 +90,4 @@ class JobDir:
 
     def close(self) -> None:
         """Close the state database."""
-        if self._state is not None:
-            self._state.close()
-            self._state = None
+        self._state.close()

@@ -260,7 +260,7 @@ class BackendPlan:
             ConfigError: (on entering) an LMDB directory that holds no queue.
         """
         if self.queue.kind == "lmdb":
-            from ..queue._lmdb_reader import LmdbQueueReader
+            from ..backends.lmdb._queue_reader import LmdbQueueReader
             from ._codec import EngineCodec
 
             return LmdbQueueReader(self.queue.where, codec=EngineCodec())

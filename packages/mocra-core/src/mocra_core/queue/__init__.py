@@ -1,7 +1,9 @@
 """Queues between crawl stages: the `QueueBackend` protocol, its backends and `open_queue`.
 
-Networked backends need their extra and are imported on first use: `RedisStreamsQueue` (`redis`),
-`NatsJetStreamQueue` (`nats`), `KafkaQueue` (`kafka`).
+The backends live in `mocra_core.backends` (one folder per driver) and are imported on first use, so
+this package imports none of them: `MemoryQueue`, `LmdbQueue`, `SpillingQueue` (memory spilling to
+LMDB), and, with their extra, `RedisStreamsQueue` (`redis`), `NatsJetStreamQueue` (`nats`),
+`KafkaQueue` (`kafka`).
 """
 
 from __future__ import annotations
@@ -12,21 +14,24 @@ from .._lazy import load_optional
 from ._backend import QueueBackend
 from ._codec import Codec, MsgpackCodec
 from ._delivery import DeadLetter, Delivery
-from ._lmdb import LmdbQueue
-from ._memory import MemoryQueue
 from ._open import open_queue
-from ._spill import SpillingQueue
 
 if TYPE_CHECKING:
-    from ._kafka import KafkaQueue
-    from ._nats import NatsJetStreamQueue
+    from ..backends.kafka._queue import KafkaQueue
+    from ..backends.lmdb._queue import LmdbQueue
+    from ..backends.memory._queue import MemoryQueue
+    from ..backends.nats._queue import NatsJetStreamQueue
     from ._redis import RedisStreamsQueue
+    from ._spill import SpillingQueue
 
-# name -> (module, extra, the driver package a missing extra leaves out)
+# name -> (module, extra, the driver package a missing extra leaves out; "" for none)
 _LAZY = {
+    "MemoryQueue": ("..backends.memory._queue", "", ""),
+    "LmdbQueue": ("..backends.lmdb._queue", "", ""),
+    "SpillingQueue": ("._spill", "", ""),
     "RedisStreamsQueue": ("._redis", "redis", "redis"),
-    "NatsJetStreamQueue": ("._nats", "nats", "nats"),
-    "KafkaQueue": ("._kafka", "kafka", "aiokafka"),
+    "NatsJetStreamQueue": ("..backends.nats._queue", "nats", "nats"),
+    "KafkaQueue": ("..backends.kafka._queue", "kafka", "aiokafka"),
 }
 
 __all__ = (
@@ -51,5 +56,5 @@ del _name
 
 
 def __getattr__(name: str) -> object:
-    """Import a networked backend on first use, so the package works without its extra."""
+    """Import a backend on first use: the package works without the extras, and imports no driver."""
     return load_optional(__name__, _LAZY, name)

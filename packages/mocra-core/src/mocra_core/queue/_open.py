@@ -8,8 +8,6 @@ import time
 from typing import TYPE_CHECKING
 
 from .._errors import ConfigError, MissingExtra, redact
-from ._lmdb import LmdbQueue
-from ._memory import MemoryQueue
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -77,6 +75,8 @@ def open_queue(
     """
     scheme, sep, rest = url.partition("://")
     if scheme == "memory" and sep:
+        from ..backends.memory._queue import MemoryQueue
+
         return MemoryQueue(
             visibility_timeout=visibility_timeout,
             max_attempts=max_attempts,
@@ -88,6 +88,8 @@ def open_queue(
             raise ConfigError("queue.url", "lmdb:// needs a directory, e.g. lmdb:///var/crawl/queue")
         if codec is None:
             raise ConfigError("queue.url", "an lmdb:// queue needs a codec for its payloads (codec=...)")
+        from ..backends.lmdb._queue import LmdbQueue
+
         return LmdbQueue(
             rest,
             codec=codec,

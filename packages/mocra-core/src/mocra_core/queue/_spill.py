@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._lmdb import LmdbQueue
-from ._memory import MemoryQueue
+from ..backends.lmdb._queue import LmdbQueue
+from ..backends.memory._queue import MemoryQueue
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 import anyio
 import lmdb
 
-from .._errors import ConfigError
-from ._delivery import DeadLetter
-from ._lmdb_store import LmdbStore, unpack_message
+from ..._errors import ConfigError
+from ...queue._delivery import DeadLetter
+from ._queue_store import LmdbStore, unpack_message
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
     from typing import Self
 
-    from ._codec import Codec
+    from ...queue._codec import Codec
 
 __all__ = ("LmdbQueueReader", "read_dead_letters")
 

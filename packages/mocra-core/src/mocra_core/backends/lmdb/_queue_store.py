@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import lmdb
 
+from ._env import open_env
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
 
@@ -215,9 +217,9 @@ class LmdbStore:
     def __init__(self, path: str, *, map_size: int, readonly: bool = False) -> None:
         self.readonly = readonly
         if readonly:  # the map is as large as the file; the sub-databases must exist
-            self.env = lmdb.open(path, readonly=True, max_dbs=7, subdir=True)
+            self.env = open_env(path, readonly=True, max_dbs=7)
         else:
-            self.env = lmdb.open(path, map_size=map_size, max_dbs=7, sync=False, metasync=False, subdir=True)
+            self.env = open_env(path, map_size=map_size, max_dbs=7)
         create = not readonly
         self.messages = self.env.open_db(b"messages", create=create)
         self.ready = self.env.open_db(b"ready", create=create)

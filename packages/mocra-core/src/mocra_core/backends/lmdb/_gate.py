@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ..coordination import CoordinationError
-from ..coordination._lmdb_env import SharedEnv
-from ._gate import Ticket, check_enter
+from ...coordination._errors import CoordinationError
+from ...download._gate import Ticket, check_enter
+from ._coordination_env import SharedEnv
 
 if TYPE_CHECKING:
     import os

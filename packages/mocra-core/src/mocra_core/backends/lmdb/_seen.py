@@ -11,8 +11,9 @@ import anyio
 import anyio.to_thread
 import lmdb
 
-from ._errors import SeenSetError
-from ._seen_set import check_fingerprints
+from ...dedup._errors import SeenSetError
+from ...dedup._seen_set import check_fingerprints
+from ._env import open_env
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -69,9 +70,7 @@ class LmdbSeenSet:
         if self._path in _OPEN_PATHS:
             raise SeenSetError(self._path, "already open in this process")
         try:
-            self._env: lmdb.Environment | None = lmdb.open(
-                self._path, map_size=map_size, sync=False, metasync=False, readahead=False, max_dbs=0
-            )
+            self._env: lmdb.Environment | None = open_env(self._path, map_size=map_size, readahead=False)
         except lmdb.Error as exc:
             raise SeenSetError(self._path, str(exc)) from exc
         _OPEN_PATHS.add(self._path)

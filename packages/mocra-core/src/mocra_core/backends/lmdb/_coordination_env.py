@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import lmdb
 
-from ._errors import CoordinationError
+from ...coordination._errors import CoordinationError
+from ._env import open_env
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,9 +52,7 @@ class SharedEnv:
     def __init__(self, path: str, map_size: int) -> None:
         os.makedirs(path, exist_ok=True)
         self.path = path
-        self.env = lmdb.open(
-            path, map_size=map_size, max_dbs=4, sync=False, metasync=False, subdir=True, readahead=False
-        )
+        self.env = open_env(path, map_size=map_size, max_dbs=4, readahead=False)
         self.env.reader_check()  # free the reader slots of processes that died
         self.values = self.env.open_db(b"values")
         self.elements = self.env.open_db(b"elements")

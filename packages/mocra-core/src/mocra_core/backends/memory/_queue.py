@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._checks import check_limits, check_payloads
-from ._delivery import DeadLetter, Delivery
-from ._inprocess import InProcessQueue
-from ._waiters import Waiters, new_lease_token
+from ...queue._checks import check_limits, check_payloads
+from ...queue._delivery import DeadLetter, Delivery
+from ...queue._inprocess import InProcessQueue
+from ...queue._waiters import Waiters, new_lease_token
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .._errors import ConfigError
+from ..._errors import ConfigError
 
 __all__ = ("LockFile",)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
-from ._seen_set import check_fingerprints
+from ...dedup._seen_set import check_fingerprints
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

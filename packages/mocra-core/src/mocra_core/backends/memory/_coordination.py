@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ._errors import CoordinationError
-from ._protocol import LockInfo, check_key, check_lock_key, check_ttl, parse_counter
+from ...coordination._errors import CoordinationError
+from ...coordination._protocol import LockInfo, check_key, check_lock_key, check_ttl, parse_counter
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -10,22 +10,22 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .._errors import ConfigError
-from ._checks import check_limits, check_payloads
-from ._delivery import DeadLetter, Delivery
-from ._inprocess import InProcessQueue
-from ._lmdb_reader import read_dead_letters
-from ._lmdb_store import LmdbStore, unpack_message
+from ..._errors import ConfigError
+from ...queue._checks import check_limits, check_payloads
+from ...queue._delivery import DeadLetter, Delivery
+from ...queue._inprocess import InProcessQueue
+from ...queue._waiters import Waiters, new_lease_token
 from ._lockfile import LockFile
-from ._waiters import Waiters, new_lease_token
+from ._queue_reader import read_dead_letters
+from ._queue_store import LmdbStore, unpack_message
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import TracebackType
     from typing import Self
 
-    from ._codec import Codec
-    from ._lmdb_store import Txn
+    from ...queue._codec import Codec
+    from ._queue_store import Txn
 
 __all__ = ("LmdbQueue",)
 

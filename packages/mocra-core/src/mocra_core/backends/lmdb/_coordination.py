@@ -11,9 +11,27 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ._errors import CoordinationError
-from ._lmdb_env import HEAD, LIST, LOCK, U64, VALUE, SharedEnv
-from ._protocol import LEADER_LOCK, LockInfo, check_key, check_lock_key, check_ttl, parse_counter
+from ...coordination._errors import CoordinationError
+from ...coordination._protocol import (
+    LEADER_LOCK,
+    LockInfo,
+    check_key,
+    check_lock_key,
+    check_ttl,
+    parse_counter,
+)
+from ._coordination_env import HEAD, LIST, U64, VALUE, SharedEnv
+from ._coordination_txn import (
+    acquire,
+    grant,
+    live_entry,
+    put_value,
+    read_value,
+    release,
+    release_leader,
+    renew,
+    sweep,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ("LmdbCoordination",)
 
-_Entry = tuple[int, float, bytes]  # kind, deadline, payload
 _LEADER = LEADER_LOCK.encode()
 _MIN_SWEEP = 1024
 
@@ -124,30 +141,6 @@ class LmdbCoordination:
 
     # ------------------------------------------------------------------ values
 
-    def _entry(self, txn: lmdb.Transaction[bytes], kb: bytes) -> _Entry | None:
-        raw = txn.get(kb, db=self._shared().values)
-        if raw is None:
-            return None
-        kind, deadline = HEAD.unpack_from(raw)
-        if deadline != math.inf and deadline <= self._clock():
-            return None
-        return kind, deadline, raw[HEAD.size :]
-
-    def _value(self, txn: lmdb.Transaction[bytes], key: str, kb: bytes) -> tuple[bytes | None, float]:
-        entry = self._entry(txn, kb)
-        if entry is None:
-            return None, math.inf
-        if entry[0] != VALUE:
-            raise CoordinationError(key, "holds a list, not a value")
-        return entry[2], entry[1]
-
-    def _put(self, txn: lmdb.Transaction[bytes], kb: bytes, value: bytes, deadline: float) -> None:
-        shared = self._shared()
-        old = txn.get(kb, db=shared.values)
-        if old is not None and old[0] == LIST:
-            shared.drop_elements(txn, kb)
-        txn.put(kb, HEAD.pack(VALUE, deadline) + value, db=shared.values)
-
     def _deadline(self, txn: lmdb.Transaction[bytes], ttl: float | None) -> float:
         if ttl is None:
             return math.inf
@@ -155,44 +148,37 @@ class LmdbCoordination:
         self._ttl_writes += 1
         if self._ttl_writes >= self._sweep_after:  # amortised O(1): as many writes as keys left last time
             self._ttl_writes = 0
-            self._sweep(txn, now)
-            self._sweep_after = max(_MIN_SWEEP, txn.stat(self._shared().values)["entries"])
+            shared = self._shared()
+            sweep(shared, txn, now)
+            self._sweep_after = max(_MIN_SWEEP, txn.stat(shared.values)["entries"])
         return now + ttl
-
-    def _sweep(self, txn: lmdb.Transaction[bytes], now: float) -> None:
-        cursor = txn.cursor(db=self._shared().values)
-        found = cursor.first()
-        while found:
-            kind, deadline = HEAD.unpack_from(cursor.value())
-            if kind == VALUE and deadline <= now:
-                cursor.delete()
-                found = cursor.key() != b""
-            else:
-                found = cursor.next()
 
     async def get(self, key: str) -> bytes | None:
         """Return the value of `key`, or None if absent or expired."""
         kb = check_key(key)
-        return self._shared().read(lambda txn: self._value(txn, key, kb)[0])
+        shared = self._shared()
+        return shared.read(lambda txn: read_value(shared, txn, key, kb, self._clock)[0])
 
     async def set(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
         """Store `value` under `key`, replacing whatever was there."""
         kb = check_key(key)
         check_ttl(ttl)
-        self._shared().write(lambda txn: self._put(txn, kb, value, self._deadline(txn, ttl)))
+        shared = self._shared()
+        shared.write(lambda txn: put_value(shared, txn, kb, value, self._deadline(txn, ttl)))
 
     async def set_if_absent(self, key: str, value: bytes = b"1", *, ttl: float | None = None) -> bool:
         """Store `value` if `key` is absent or expired; True if stored."""
         kb = check_key(key)
         check_ttl(ttl)
+        shared = self._shared()
 
         def change(txn: lmdb.Transaction[bytes]) -> bool:
-            if self._entry(txn, kb) is not None:
+            if live_entry(shared, txn, kb, self._clock) is not None:
                 return False
-            self._put(txn, kb, value, self._deadline(txn, ttl))
+            put_value(shared, txn, kb, value, self._deadline(txn, ttl))
             return True
 
-        return self._shared().write(change)
+        return shared.write(change)
 
     async def compare_and_set(
         self, key: str, expected: bytes | None, value: bytes | None, *, ttl: float | None = None
@@ -200,143 +186,113 @@ class LmdbCoordination:
         """Replace (or, with `value=None`, delete) the value of `key` if it equals `expected`."""
         kb = check_key(key)
         check_ttl(ttl)
+        shared = self._shared()
 
         def change(txn: lmdb.Transaction[bytes]) -> bool:
-            if self._value(txn, key, kb)[0] != expected:
+            if read_value(shared, txn, key, kb, self._clock)[0] != expected:
                 return False
             if value is None:
-                txn.delete(kb, db=self._shared().values)
+                txn.delete(kb, db=shared.values)
             else:
-                self._put(txn, kb, value, self._deadline(txn, ttl))
+                put_value(shared, txn, kb, value, self._deadline(txn, ttl))
             return True
 
-        return self._shared().write(change)
+        return shared.write(change)
 
     async def delete(self, key: str) -> None:
         """Remove `key`."""
         kb = check_key(key)
+        shared = self._shared()
 
         def change(txn: lmdb.Transaction[bytes]) -> None:
-            shared = self._shared()
             old = txn.pop(kb, db=shared.values)
             if old is not None and old[0] == LIST:
                 shared.drop_elements(txn, kb)
 
-        self._shared().write(change)
+        shared.write(change)
 
     async def incr(self, key: str, delta: int = 1) -> int:
         """Add `delta` to the counter `key` (missing = 0), keeping its expiry; return the new value."""
         kb = check_key(key)
+        shared = self._shared()
 
         def change(txn: lmdb.Transaction[bytes]) -> int:
-            current, deadline = self._value(txn, key, kb)
+            current, deadline = read_value(shared, txn, key, kb, self._clock)
             new = parse_counter(key, current, delta)
-            txn.put(kb, HEAD.pack(VALUE, deadline) + str(new).encode(), db=self._shared().values)
+            txn.put(kb, HEAD.pack(VALUE, deadline) + str(new).encode(), db=shared.values)
             return new
 
-        return self._shared().write(change)
+        return shared.write(change)
 
     async def append(self, key: str, value: bytes) -> int:
         """Append `value` to the list `key`; return its new length."""
         kb = check_key(key)
+        shared = self._shared()
 
         def change(txn: lmdb.Transaction[bytes]) -> int:
-            shared = self._shared()
-            entry = self._entry(txn, kb)
-            if entry is not None and entry[0] != LIST:
+            found = live_entry(shared, txn, kb, self._clock)
+            if found is not None and found[0] != LIST:
                 raise CoordinationError(key, "holds a value, not a list")
-            length = 0 if entry is None else U64.unpack(entry[2])[0]
+            length = 0 if found is None else U64.unpack(found[2])[0]
             txn.put(kb + b"\0" + U64.pack(length), value, db=shared.elements)
             txn.put(kb, HEAD.pack(LIST, math.inf) + U64.pack(length + 1), db=shared.values)
             return length + 1
 
-        return self._shared().write(change)
+        return shared.write(change)
 
     async def items(self, key: str) -> list[bytes]:
         """Return the list `key` in append order (empty if missing)."""
         kb = check_key(key)
+        shared = self._shared()
 
         def look(txn: lmdb.Transaction[bytes]) -> list[bytes]:
-            entry = self._entry(txn, kb)
-            if entry is None:
+            found = live_entry(shared, txn, kb, self._clock)
+            if found is None:
                 return []
-            if entry[0] != LIST:
+            if found[0] != LIST:
                 raise CoordinationError(key, "holds a value, not a list")
             prefix = kb + b"\0"
             out: list[bytes] = []
-            cursor = txn.cursor(db=self._shared().elements)
-            found = cursor.set_range(prefix)
-            while found and cursor.key().startswith(prefix):
+            cursor = txn.cursor(db=shared.elements)
+            more = cursor.set_range(prefix)
+            while more and cursor.key().startswith(prefix):
                 out.append(cursor.value())
-                found = cursor.next()
+                more = cursor.next()
             return out
 
-        return self._shared().read(look)
+        return shared.read(look)
 
     # ------------------------------------------------------------------ locks
-
-    def _grant(self, txn: lmdb.Transaction[bytes], kb: bytes) -> tuple[int, float, str] | None:
-        raw = txn.get(kb, db=self._shared().locks)
-        if raw is None:
-            return None
-        token, deadline = LOCK.unpack_from(raw)
-        return token, deadline, raw[LOCK.size :].decode()
-
-    def _acquire(
-        self, txn: lmdb.Transaction[bytes], kb: bytes, holder: str, ttl: float
-    ) -> tuple[int, float] | None:
-        """Grant the lock if free, expired or `holder`'s: the new token and deadline, or None."""
-        now = self._clock()
-        grant = self._grant(txn, kb)
-        if grant is not None and grant[1] > now and grant[2] != holder:
-            return None
-        shared = self._shared()
-        token = shared.next_token(txn)
-        txn.put(kb, LOCK.pack(token, now + ttl) + holder.encode(), db=shared.locks)
-        return token, now + ttl
-
-    def _renew(
-        self, txn: lmdb.Transaction[bytes], kb: bytes, holder: str, token: int, ttl: float
-    ) -> float | None:
-        """Extend the lock if its latest grant is `(holder, token)`: the new deadline, or None."""
-        grant = self._grant(txn, kb)
-        if grant is None or grant[0] != token or grant[2] != holder:
-            return None
-        deadline = self._clock() + ttl
-        txn.put(kb, LOCK.pack(token, deadline) + holder.encode(), db=self._shared().locks)
-        return deadline
-
-    def _release(self, txn: lmdb.Transaction[bytes], kb: bytes, holder: str, token: int) -> bool:
-        grant = self._grant(txn, kb)
-        if grant is None or grant[0] != token or grant[2] != holder:
-            return False
-        return bool(txn.delete(kb, db=self._shared().locks))
 
     async def acquire_lock(self, key: str, holder: str, ttl: float) -> int | None:
         """Take the lock if free, expired or ours; return a new fencing token, or None."""
         kb = check_lock_key(key)
         check_ttl(ttl)
-        granted = self._shared().write(lambda txn: self._acquire(txn, kb, holder, ttl))
+        shared = self._shared()
+        granted = shared.write(lambda txn: acquire(shared, txn, kb, holder, ttl, self._clock))
         return None if granted is None else granted[0]
 
     async def renew_lock(self, key: str, holder: str, token: int, ttl: float) -> bool:
         """Extend the lock if its latest grant is `(holder, token)`."""
         kb = check_lock_key(key)
         check_ttl(ttl)
-        return self._shared().write(lambda txn: self._renew(txn, kb, holder, token, ttl)) is not None
+        shared = self._shared()
+        return shared.write(lambda txn: renew(shared, txn, kb, holder, token, ttl, self._clock)) is not None
 
     async def release_lock(self, key: str, holder: str, token: int) -> bool:
         """Free the lock if its latest grant is `(holder, token)`."""
         kb = check_lock_key(key)
-        return self._shared().write(lambda txn: self._release(txn, kb, holder, token))
+        shared = self._shared()
+        return shared.write(lambda txn: release(shared, txn, kb, holder, token))
 
     async def lock_holder(self, key: str) -> LockInfo | None:
         """Return the live holder of the lock, or None."""
         kb = check_key(key)
-        grant = self._shared().read(lambda txn: self._grant(txn, kb))
-        if grant is None or grant[1] <= self._clock():
+        shared = self._shared()
+        found = shared.read(lambda txn: grant(shared, txn, kb))
+        if found is None or found[1] <= self._clock():
             return None
-        return LockInfo(holder=grant[2], token=grant[0], expires=grant[1])
+        return LockInfo(holder=found[2], token=found[0], expires=found[1])
 
     # ------------------------------------------------------------------ leadership, lifecycle
 
@@ -346,14 +302,14 @@ class LmdbCoordination:
         held = self._leader
         if held is not None and held[1] - self._clock() > self._leader_ttl / 2:
             return True
-        holder, ttl = self.holder_id, self._leader_ttl
+        holder, ttl, clock = self.holder_id, self._leader_ttl, self._clock
 
         def change(txn: lmdb.Transaction[bytes]) -> tuple[int, float] | None:
             if held is not None:
-                deadline = self._renew(txn, _LEADER, holder, held[0], ttl)
+                deadline = renew(shared, txn, _LEADER, holder, held[0], ttl, clock)
                 if deadline is not None:
                     return held[0], deadline
-            return self._acquire(txn, _LEADER, holder, ttl)
+            return acquire(shared, txn, _LEADER, holder, ttl, clock)
 
         self._leader = shared.write(change)
         return self._leader is not None
@@ -366,15 +322,10 @@ class LmdbCoordination:
         held, self._leader = self._leader, None
         try:
             if held is not None:
-                shared.write(lambda txn: self._release_leader(txn, shared, held[0]))
+                shared.write(lambda txn: release_leader(shared, txn, held[0]))
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(shared.release)
-
-    def _release_leader(self, txn: lmdb.Transaction[bytes], shared: SharedEnv, token: int) -> None:
-        raw = txn.get(_LEADER, db=shared.locks)
-        if raw is not None and LOCK.unpack_from(raw)[0] == token:
-            txn.delete(_LEADER, db=shared.locks)
 
     async def __aenter__(self) -> Self:
         return self
