@@ -17,9 +17,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.partitioner import murmur2
 
 from mocra_core import BackendUnavailable, MissingExtra
+from mocra_core.backends.kafka._produce import DirectProducer
+from mocra_core.backends.kafka._reader import lanes_of
 from mocra_core.queue import KafkaQueue, MsgpackCodec, open_queue
-from mocra_core.queue._kafka_produce import DirectProducer
-from mocra_core.queue._kafka_reader import lanes_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -121,7 +121,7 @@ async def test_open_queue_gives_a_kafka_queue(url: str, kafka_namespace: str) ->
 
 
 def test_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in [m for m in sys.modules if m.startswith("mocra_core.queue._kafka")]:
+    for name in [m for m in sys.modules if m.startswith("mocra_core.backends.kafka")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "aiokafka", None)
     with pytest.raises(MissingExtra, match=r"mocra\[kafka\]"):
@@ -185,7 +185,7 @@ async def test_commits_advance_only_past_contiguous_acks(
 async def test_an_ack_waits_for_two_state_writes_at_most(
     make: Callable[..., KafkaQueue], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mocra_core.queue._kafka_state import StateLog
+    from mocra_core.backends.kafka._state import StateLog
 
     write = StateLog.write
     waited: list[float] = []

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("aiokafka")
 
-from mocra_core.queue._kafka_state import DONE, LOST, NEW, State
+from mocra_core.backends.kafka._state import DONE, LOST, NEW, State
 
 
 @pytest.mark.parametrize("seed", range(200))

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 import anyio
 import msgspec
 
-from ._kafka_driver import topic_partition
+from ._driver import topic_partition
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from ._kafka_driver import Consumer, TopicPartition
-    from ._kafka_wire import Names, Wire
+    from ._driver import Consumer, TopicPartition
+    from ._wire import Names, Wire
 
 __all__ = ("DONE", "LOST", "NEW", "State", "StateLog")
 

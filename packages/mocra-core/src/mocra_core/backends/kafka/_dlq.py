@@ -15,18 +15,19 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .._errors import PoisonMessage
-from ._delivery import DeadLetter
-from ._envelope import Envelope, unpack
-from ._kafka_driver import topic_partition
-from ._kafka_wire import RAW
+from ..._errors import PoisonMessage
+from ...queue._delivery import DeadLetter
+from ...queue._envelope import Envelope, pack, unpack
+from ._driver import topic_partition
+from ._wire import RAW
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ._codec import Codec
-    from ._kafka_driver import Consumer, Record, TopicPartition
-    from ._kafka_wire import Names, Wire
+    from ...queue._codec import Codec
+    from ._driver import Consumer, Out, Record, TopicPartition
+    from ._lanes import Lanes
+    from ._wire import Names, Wire
 
 __all__ = ("DeadLetters",)
 
@@ -178,12 +179,33 @@ class DeadLetters:
             env.created,
         )
 
-    def forget(self, topic: str, ids: Sequence[str]) -> None:
-        """Drop replayed ids from the view (their tombstones are written)."""
+    async def replay(self, topic: str, ids: Sequence[str] | None, lanes: Lanes) -> int:
+        """Republish dead letters of `topic` (all, or those of `ids`) through `lanes` with attempt 1.
+
+        Then write a tombstone per id to the DLQ and drop them from the view; returns how many.
+        """
+        entries = await self.entries(topic)
+        chosen = list(entries) if ids is None else [i for i in dict.fromkeys(ids) if i in entries]
+        if not chosen:
+            return 0
+        batches: dict[tuple[int, str | None], list[Out]] = {}
+        for id in chosen:
+            env, raw = entries[id]
+            again = Envelope(
+                id=env.id, topic=topic, body=env.body, created=env.created, key=env.key, priority=env.priority
+            )
+            record_key = env.key.encode() if env.key is not None else None
+            value = env.body if raw else pack(again)
+            batches.setdefault((env.priority, env.key), []).append((record_key, value, []))
+        for (lane, key), records in batches.items():
+            await lanes.send(topic, lane, key, records)
+        tombstones: list[Out] = [(id.encode(), None, []) for id in chosen]
+        await self._wire.produce(self._names.dlq(topic), 0, tombstones)
         view = self._views.get(topic)
         if view is not None:
-            for id in ids:
+            for id in chosen:
                 view.entries.pop(id, None)
+        return len(chosen)
 
     async def aclose(self) -> None:
         """Stop the consumers."""

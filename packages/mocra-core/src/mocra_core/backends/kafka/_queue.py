@@ -1,7 +1,7 @@
 """`KafkaQueue`: a `QueueBackend` on Apache Kafka (or a Kafka-compatible broker such as tansu), via aiokafka.
 
-How the contract maps onto Kafka (reading: `_kafka_reader.py`, `_kafka_window.py`; what a member leased
-and finished: `_kafka_state.py`; DLQ: `_kafka_dlq.py`):
+How the contract maps onto Kafka (reading: `_reader.py`, `_member.py`, `_window.py`; what a member leased
+and finished: `_state.py`; DLQ: `_dlq.py`):
 
 - **Topics and lanes.** Each priority lane of a topic is a Kafka topic `<namespace>.<topic>.<lane>` with
   `partitions` partitions (default 4), created on first use with the admin client. A message is one record:
@@ -61,14 +61,13 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
-from .._errors import redact
-from ._checks import check_limits, check_max_messages, check_payloads
-from ._envelope import Envelope, pack
-from ._kafka_dlq import DeadLetters
-from ._kafka_driver import topic_partition
-from ._kafka_lanes import Lanes
-from ._kafka_reader import Reader, lanes_of
-from ._kafka_wire import Names, Wire
+from ..._errors import redact
+from ...queue._checks import check_limits, check_max_messages, check_payloads
+from ._dlq import DeadLetters
+from ._lanes import Lanes
+from ._pending import count_pending
+from ._reader import Reader, lanes_of
+from ._wire import Names, Wire
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,9 +76,8 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup, TaskStatus
 
-    from ._codec import Codec
-    from ._delivery import DeadLetter, Delivery
-    from ._kafka_driver import Out
+    from ...queue._codec import Codec
+    from ...queue._delivery import DeadLetter, Delivery
 
 __all__ = ("KafkaQueue",)
 
@@ -385,54 +383,13 @@ class KafkaQueue:
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
         """Republish dead letters of `topic` with attempt 1, then tombstone them in the DLQ."""
         self._check()
-        entries = await self._dlq.entries(topic)
-        chosen = list(entries) if ids is None else [i for i in dict.fromkeys(ids) if i in entries]
-        if not chosen:
-            return 0
-        batches: dict[tuple[int, str | None], list[Out]] = {}
-        for id in chosen:
-            env, raw = entries[id]
-            again = Envelope(
-                id=env.id, topic=topic, body=env.body, created=env.created, key=env.key, priority=env.priority
-            )
-            record_key = env.key.encode() if env.key is not None else None
-            value = env.body if raw else pack(again)
-            batches.setdefault((env.priority, env.key), []).append((record_key, value, []))
-        for (lane, key), records in batches.items():
-            await self._lanes.send(topic, lane, key, records)
-        tombstones: list[Out] = [(id.encode(), None, []) for id in chosen]
-        await self._wire.produce(self._names.dlq(topic), 0, tombstones)
-        self._dlq.forget(topic, chosen)
-        return len(chosen)
+        return await self._dlq.replay(topic, ids, self._lanes)
 
     async def pending(self, topic: str) -> int:
         """Messages of `topic` published and not yet acked or dead-lettered (see the module docstring)."""
         self._check()
-        prefix = self._names.prefix(topic)
-        lanes = lanes_of(self._names, topic, await self._wire.list_topics(prefix))
-        tps = [topic_partition(name, p) for name in lanes for p in range(self._wire.topics[name])]
-        if not tps:
-            return 0
-        ends = await self._dlq.exact_ends(tps)
-        readers = {reader.group_id: reader for reader in self._by_topic.get(topic, ())}
-        group_ids = list(readers) or await self._wire.groups(prefix)
-        if not group_ids:
-            starts = await self._dlq.beginning_offsets(tps)
-            return sum(max(ends[tp] - starts[tp], 0) for tp in tps)
-        most = 0
-        for group_id in group_ids:
-            reader = readers.get(group_id)
-            counts = {tp: reader.local_pending(tp, ends[tp]) if reader else None for tp in tps}
-            others = [tp for tp, count in counts.items() if count is None]
-            if others:
-                committed = await self._wire.group_offsets(group_id, others)
-                missing = [tp for tp in others if committed[tp] < 0]
-                starts = await self._dlq.beginning_offsets(missing) if missing else {}
-                for tp in others:
-                    base = committed[tp] if committed[tp] >= 0 else starts[tp]
-                    counts[tp] = max(ends[tp] - base, 0)
-            most = max(most, sum(count or 0 for count in counts.values()))
-        return most
+        readers = self._by_topic.get(topic, ())
+        return await count_pending(topic, wire=self._wire, names=self._names, dlq=self._dlq, readers=readers)
 
 
 def _never() -> float | None:

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .._gather import Gather
-from ._kafka_driver import driver_errors, new_record_batch, produce_request, topic_partition
+from ..._gather import Gather
+from ._driver import driver_errors, new_record_batch, produce_request, topic_partition
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ._kafka_driver import Client, Out, TopicPartition
+    from ._driver import Client, Out, TopicPartition
 
 __all__ = ("DirectProducer",)
 

@@ -2,7 +2,7 @@
 
 Ready messages wait in one heap per lane (highest lane first, then by `created`), messages of a busy key
 are parked per key, delayed ones wait in a heap by due time, leases in a heap by deadline. Leasing is
-pure bookkeeping (no I/O); `Reader` (`_kafka_reader.py`) fills the window and does the I/O.
+pure bookkeeping (no I/O); `Reader` (`_reader.py`) fills the window and does the I/O.
 
 Each assigned partition (`Part`) keeps its records by offset until they are done, so its committed
 offset (`Part.mark`) is its oldest record not done: commits only move past a contiguous run of done
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._delivery import Delivery
-from ._waiters import Waiters, new_lease_token
+from ...queue._delivery import Delivery
+from ...queue._waiters import Waiters, new_lease_token
 
 if TYPE_CHECKING:
-    from ._envelope import Envelope
-    from ._kafka_driver import Consumer, TopicPartition
-    from ._kafka_state import State
+    from ...queue._envelope import Envelope
+    from ._driver import Consumer, TopicPartition
+    from ._state import State
 
 __all__ = ("PREFETCH", "Held", "Part", "Window")
 

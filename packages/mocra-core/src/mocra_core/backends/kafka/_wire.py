@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._errors import BackendError, BackendUnavailable, ConfigError
-from ._kafka_driver import (
+from ..._errors import BackendError, BackendUnavailable, ConfigError
+from ._driver import (
     driver_errors,
     is_retriable,
     kafka_error,
@@ -20,12 +20,12 @@ from ._kafka_driver import (
     new_consumer,
     new_topic,
 )
-from ._kafka_produce import DirectProducer
+from ._produce import DirectProducer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Sequence
 
-    from ._kafka_driver import Admin, Client, Consumer, Out, TopicPartition
+    from ._driver import Admin, Client, Consumer, Out, TopicPartition
 
 __all__ = ("ATTEMPT", "DUE", "RAW", "Names", "Wire", "due_header", "parse_url")
 
@@ -77,7 +77,7 @@ def _escape(topic: str) -> str:
 class Names:
     """Kafka names in a namespace: topics `ns.<topic>.<lane>`, `ns.<topic>.dlq`; groups `ns.<topic>.<group>`.
 
-    The state topic of a lane topic in a group (`_kafka_state.py`) is `ns.<topic>.<lane>.acks.<group>`.
+    The state topic of a lane topic in a group (`_state.py`) is `ns.<topic>.<lane>.acks.<group>`.
 
     Example:
         >>> names = Names("crawl")
@@ -123,7 +123,7 @@ class Names:
         return f"{self.prefix(topic)}{group}"
 
     def acks(self, lane_topic: str, group: str) -> str:
-        """The state topic of a lane topic's partitions in `group` (see `_kafka_state.py`)."""
+        """The state topic of a lane topic's partitions in `group` (see `_state.py`)."""
         name = f"{lane_topic}.acks.{_escape(group)}"
         if len(name) > 249:
             raise ValueError(f"group {group!r} is too long for a Kafka topic name ({name!r})")

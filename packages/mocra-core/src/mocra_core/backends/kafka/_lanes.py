@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._envelope import Envelope, pack
-from ._kafka_driver import partition_for, topic_partition
-from ._kafka_wire import due_header
+from ...queue._envelope import Envelope, pack
+from ._driver import partition_for, topic_partition
+from ._wire import due_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ._kafka_driver import Out, TopicPartition
-    from ._kafka_wire import Names, Wire
+    from ._driver import Out, TopicPartition
+    from ._wire import Names, Wire
 
 __all__ = ("Lanes",)
 
