@@ -11,7 +11,8 @@ Leasing: the feeder asks for as many requests as workers are idle, and only whil
 so it reaches a fast domain's requests queued behind a slow one's. Past the caps the surplus goes back to
 the queue with a delay; once more than the parking's capacity was leased without finding a domain able to
 start, each further lease waits a pause (doubling, up to `DISCOVERY_MAX`) — so a crawl of one busy domain
-does not churn its queue — except to keep full domains fed (`DomainQueues.hungry`).
+does not churn its queue — except to keep busy domains fed (`DomainQueues.hungry`). Only a start of a
+domain that parks nothing counts as found work.
 
 Handing back keeps the retry budget: a request on its first attempt is published again with the delay,
 then acked (publish first: a crash in between duplicates it, never loses it); a retried one is nacked with
@@ -143,11 +144,10 @@ class DomainFeeder(Generic[T]):
     async def run(self, workers: int, steps: DownloadSteps[T]) -> None:
         """Feed `workers` workers through `steps` until stopped; returns when all are done."""
         total = PARK_PER_WORKER * workers
-        per_domain = max(4, 2 * self._limiter.state("").concurrency)
         queues = self._queues = DomainQueues(
             self._limiter,
             total_cap=total,
-            domain_cap=min(per_domain, max(1, total // 2)),
+            domain_cap=max(1, total // 2),
             horizon=min(HORIZON, self._max_park),
             max_park=self._max_park,
             clock=self._clock,

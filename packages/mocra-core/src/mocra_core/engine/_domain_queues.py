@@ -126,7 +126,7 @@ class DomainQueues(Generic[T]):
         self._clock = clock
         self._domains: dict[str, _Domain[T]] = {}
         self._ring: deque[_Domain[T]] = deque()
-        self._full: set[_Domain[T]] = set()  # domains that were full (some may be no more)
+        self._busy: set[_Domain[T]] = set()  # domains that parked requests (some may have none left)
         self._timers: list[tuple[float, int, _Domain[T]]] = []
         self._reserved: list[tuple[float, int, Parked[T], Permit]] = []
         self._seq = itertools.count()
@@ -135,7 +135,7 @@ class DomainQueues(Generic[T]):
         self.returns: deque[tuple[Parked[T], float, str]] = deque()
         """Requests to hand back to the queue: (request, delay in seconds, reason); the caller sends them."""
         self.fruitful = False
-        """Set when a request offered could start at once (the feeder's sign that leasing finds work)."""
+        """Set when a request of a domain not parking could start at once: leasing found new work."""
         self.on_timer: Callable[[float], None] | None = None
         """Called with a new deadline (monotonic seconds) whenever one is set."""
 
@@ -147,7 +147,8 @@ class DomainQueues(Generic[T]):
         if rec is None or not (rec.entries or rec.blocked_until):
             got = self._limiter.try_acquire(entry.domain)
             if not isinstance(got, float):
-                self.fruitful = True
+                if rec is None:
+                    self.fruitful = True
                 return got
             if rec is None:
                 rec = self._record(entry.domain)
@@ -185,23 +186,26 @@ class DomainQueues(Generic[T]):
         return bool(self._ring) or bool(self._reserved and self._reserved[0][0] <= self._clock())
 
     def hungry(self) -> int:
-        """Requests wanted to keep the full domains fed: they have fewer parked than they run at once."""
+        """Requests wanted to keep the busy domains fed: those with less than half their cap parked."""
         need = 0
-        for rec in list(self._full):
-            if rec.state != _FULL or not rec.entries:
-                self._full.discard(rec)
-            elif len(rec.entries) < self._limiter.state(rec.name).concurrency:
-                need += self._pace(rec, self._clock())[1] - len(rec.entries)
+        now = self._clock()
+        for rec in list(self._busy):
+            if not rec.entries:
+                self._busy.discard(rec)
+                continue
+            cap = self._pace(rec, now)[1]
+            if 2 * len(rec.entries) < cap:
+                need += cap - len(rec.entries)
         return need
 
     # ------------------------------------------------------------------ events
 
     def released(self, permit: Permit) -> bool:
         """A slot of `permit.domain` was given back; True when that made the domain ready (wake a worker)."""
-        now = self._clock()
         rec = self._domains.get(permit.domain)
-        if rec is None:
+        if rec is None:  # a domain that never parked: nothing to wake, nothing to measure
             return False
+        now = self._clock()
         held = max(0.0, now - permit.acquired)
         rec.duration = rec.duration + _EWMA * (held - rec.duration) if rec.duration else held
         rec.used = now
@@ -215,6 +219,7 @@ class DomainQueues(Generic[T]):
         rec = self._domains.get(entry.domain) or self._record(entry.domain)
         heapq.heappush(rec.entries, (entry.key(), entry))
         self.parked += 1
+        self._busy.add(rec)
         rec.poll = min(POLL_MAX, rec.poll * 2) if rec.poll else POLL_MIN
         self._set_timer(rec, self._clock() + min(retry, rec.poll))
 
@@ -266,7 +271,7 @@ class DomainQueues(Generic[T]):
                     rec.state = _IDLE
             if not rec.entries and rec.blocked_until <= now and now - rec.used > _FORGET:
                 del self._domains[name]
-                self._full.discard(rec)
+                self._busy.discard(rec)
 
     def evict(self, count: int) -> None:
         """Make room for `count` requests: send back the last first-attempt ones of the largest domain."""
@@ -296,7 +301,7 @@ class DomainQueues(Generic[T]):
         permits = [permit for *_, permit in self._reserved]
         self._domains.clear()
         self._ring.clear()
-        self._full.clear()
+        self._busy.clear()
         self._timers.clear()
         self._reserved.clear()
         self.parked = 0
@@ -327,6 +332,7 @@ class DomainQueues(Generic[T]):
         entry.since = now
         heapq.heappush(rec.entries, (entry.key(), entry))
         self.parked += 1
+        self._busy.add(rec)
         if rec.state == _IDLE:
             self._to_ring(rec)
 
@@ -334,7 +340,6 @@ class DomainQueues(Generic[T]):
         """The limiter refused `rec`: full (`inf`), timed or, beyond the horizon, blocked."""
         if wait == math.inf:
             rec.state = _FULL
-            self._full.add(rec)
             return
         now = self._clock()
         if wait <= self.horizon:
