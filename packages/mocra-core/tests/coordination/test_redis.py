@@ -13,8 +13,8 @@ import redis.asyncio
 
 import mocra_core.coordination
 from mocra_core._errors import BackendUnavailable, MissingExtra
+from mocra_core.backends.redis._coordination import BACKSTOP_GRACE
 from mocra_core.coordination import CoordinationError, RedisCoordination
-from mocra_core.coordination._redis import BACKSTOP_GRACE
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -160,7 +160,8 @@ async def test_an_injected_clock_sets_no_backstop(
 async def test_without_the_extra_the_name_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name.partition(".")[0] == "redis"]:
         monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]  # as if not installed
-    monkeypatch.delitem(sys.modules, "mocra_core.coordination._redis")
+    monkeypatch.delitem(sys.modules, "mocra_core.backends.redis._coordination")
+    monkeypatch.delitem(sys.modules, "mocra_core.backends.redis._connection")
     monkeypatch.delattr(mocra_core.coordination, "RedisCoordination")
     with pytest.raises(MissingExtra, match=r"pip install 'mocra\[redis\]'") as caught:
         mocra_core.coordination.RedisCoordination  # noqa: B018

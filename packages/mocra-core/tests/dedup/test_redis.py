@@ -81,8 +81,8 @@ async def test_calls_after_aclose_fail(namespace: str) -> None:
 async def test_without_the_extra_the_name_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name.partition(".")[0] == "redis"]:
         monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]  # as if not installed
-    monkeypatch.delitem(sys.modules, "mocra_core.dedup._redis")
-    monkeypatch.delitem(sys.modules, "mocra_core.coordination._redis")
+    monkeypatch.delitem(sys.modules, "mocra_core.backends.redis._seen")
+    monkeypatch.delitem(sys.modules, "mocra_core.backends.redis._connection")
     monkeypatch.delattr(mocra_core.dedup, "RedisSeenSet")
     with pytest.raises(MissingExtra, match=r"RedisSeenSet needs: pip install 'mocra\[redis\]'"):
         mocra_core.dedup.RedisSeenSet  # noqa: B018

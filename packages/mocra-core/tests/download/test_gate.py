@@ -241,8 +241,8 @@ async def test_lmdb_drops_the_next_start_of_an_idle_domain(tmp_path: pathlib.Pat
 def test_without_the_extra_the_name_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name.partition(".")[0] == "redis"]:
         monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]  # as if not installed
-    monkeypatch.delitem(sys.modules, "mocra_core.download._gate_redis", raising=False)
-    monkeypatch.delitem(sys.modules, "mocra_core.coordination._redis")
+    monkeypatch.delitem(sys.modules, "mocra_core.backends.redis._gate", raising=False)
+    monkeypatch.delitem(sys.modules, "mocra_core.backends.redis._connection", raising=False)
     monkeypatch.delattr(mocra_core.download, "RedisDomainGate", raising=False)
     with pytest.raises(MissingExtra, match=r"RedisDomainGate needs: pip install 'mocra\[redis\]'"):
         mocra_core.download.RedisDomainGate  # noqa: B018

@@ -17,20 +17,22 @@ from typing import TYPE_CHECKING
 from .._lazy import load_optional
 from ._dag import CoordinationLeaseStore, CoordinationRunStateStore
 from ._errors import CoordinationError
-from ._ownership import ControlPlaneOwnership, Ownership, SingleNodeOwnership
+from ._ownership import Ownership, SingleNodeOwnership
 from ._protocol import MAX_KEY_BYTES, Coordination, LockInfo
 
 if TYPE_CHECKING:
+    from ..backends.cluster._coordination import ClusterCoordination
+    from ..backends.cluster._ownership import ControlPlaneOwnership
     from ..backends.lmdb._coordination import LmdbCoordination
     from ..backends.memory._coordination import LocalCoordination
-    from ._cluster import ClusterCoordination
-    from ._redis import RedisCoordination
+    from ..backends.redis._coordination import RedisCoordination
 
 _LAZY = {  # name -> (module, extra, the package the extra installs; "" for none)
     "LocalCoordination": ("..backends.memory._coordination", "", ""),
     "LmdbCoordination": ("..backends.lmdb._coordination", "", ""),
-    "RedisCoordination": ("._redis", "redis", "redis"),
-    "ClusterCoordination": ("._cluster", "cluster", "mocra_cluster"),
+    "RedisCoordination": ("..backends.redis._coordination", "redis", "redis"),
+    "ClusterCoordination": ("..backends.cluster._coordination", "cluster", "mocra_cluster"),
+    "ControlPlaneOwnership": ("..backends.cluster._ownership", "", ""),
 }
 
 __all__ = (

@@ -15,10 +15,10 @@ from ._errors import SeenSetError
 from ._seen_set import SeenSet
 
 if TYPE_CHECKING:
+    from ..backends.cluster._seen import ClusterSeenSet
     from ..backends.lmdb._seen import LmdbSeenSet
     from ..backends.memory._seen import MemorySeenSet
-    from ._cluster import ClusterSeenSet
-    from ._redis import RedisSeenSet
+    from ..backends.redis._seen import RedisSeenSet
 
 __all__ = (
     "ClusterSeenSet",
@@ -33,8 +33,8 @@ __all__ = (
 _LAZY = {
     "MemorySeenSet": ("..backends.memory._seen", "", ""),
     "LmdbSeenSet": ("..backends.lmdb._seen", "", ""),
-    "RedisSeenSet": ("._redis", "redis", "redis"),
-    "ClusterSeenSet": ("._cluster", "cluster", "mocra_cluster"),
+    "RedisSeenSet": ("..backends.redis._seen", "redis", "redis"),
+    "ClusterSeenSet": ("..backends.cluster._seen", "cluster", "mocra_cluster"),
 }
 """The stores imported on first use: their module, the extra that provides their driver, and its package
 ("" for none)."""

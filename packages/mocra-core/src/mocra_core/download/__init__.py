@@ -27,7 +27,7 @@ from ._share_limiter import ShareLimiter
 
 if TYPE_CHECKING:
     from ..backends.lmdb._gate import LmdbDomainGate
-    from ._gate_redis import RedisDomainGate
+    from ..backends.redis._gate import RedisDomainGate
 
 __all__ = (
     "ACCEPT_ENCODING",
@@ -60,7 +60,7 @@ __all__ = (
 
 _LAZY = {  # name -> (module, extra, the package the extra installs; "" for none)
     "LmdbDomainGate": ("..backends.lmdb._gate", "", ""),
-    "RedisDomainGate": ("._gate_redis", "redis", "redis"),
+    "RedisDomainGate": ("..backends.redis._gate", "redis", "redis"),
 }
 
 

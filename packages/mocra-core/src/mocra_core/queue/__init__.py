@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..backends.lmdb._queue import LmdbQueue
     from ..backends.memory._queue import MemoryQueue
     from ..backends.nats._queue import NatsJetStreamQueue
-    from ._redis import RedisStreamsQueue
+    from ..backends.redis._queue import RedisStreamsQueue
     from ._spill import SpillingQueue
 
 # name -> (module, extra, the driver package a missing extra leaves out; "" for none)
@@ -29,7 +29,7 @@ _LAZY = {
     "MemoryQueue": ("..backends.memory._queue", "", ""),
     "LmdbQueue": ("..backends.lmdb._queue", "", ""),
     "SpillingQueue": ("._spill", "", ""),
-    "RedisStreamsQueue": ("._redis", "redis", "redis"),
+    "RedisStreamsQueue": ("..backends.redis._queue", "redis", "redis"),
     "NatsJetStreamQueue": ("..backends.nats._queue", "nats", "nats"),
     "KafkaQueue": ("..backends.kafka._queue", "kafka", "aiokafka"),
 }

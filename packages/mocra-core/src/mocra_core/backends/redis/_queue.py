@@ -1,6 +1,6 @@
 """`RedisStreamsQueue`: a `QueueBackend` on Redis Streams, shared by any number of worker processes.
 
-How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
+How the contract maps onto Redis (key layout and scripts: `_queue_lua.py`):
 
 - **Topics and lanes.** One stream per (topic, priority lane), one consumer group per (lane, group);
   every message is a stream entry holding its msgpack `Envelope` (`e`) and partition key (`k`). A take
@@ -33,7 +33,7 @@ How the contract maps onto Redis (key layout and scripts: `_redis_lua.py`):
   entries back to their lanes with attempt 1). An entry that is not an envelope, or whose payload the
   codec cannot decode, goes there with the reason instead of being handed out.
 - **Waiting.** Whatever makes messages ready XADDs to the topic's *bell* stream; one task per topic and
-  process blocks on it with XREAD, the other waiting tasks wait for that one (`_redis_bell.Bell`).
+  process blocks on it with XREAD, the other waiting tasks wait for that one (`_queue_bell.Bell`).
 - **Round trips.** `publish` is one script per 1,000 messages, `consume` one (when something is
   ready), `ack` one per topic; concurrent publishes, consumes and acks of one topic in one process
   share a script call (`mocra_core._gather.Gather`), so many workers handling one message each cost about
@@ -54,64 +54,33 @@ import itertools
 import math
 import secrets
 import time
-from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
 
-from .._errors import PoisonMessage
-from .._gather import Gather
-from ._checks import check_limits, check_max_messages, check_payloads
-from ._delivery import DeadLetter, Delivery
-from ._envelope import Envelope, pack, unpack
-from ._lease_keeper import LeaseKeeper, check_liveness
-from ._redis_bell import Bell
-from ._redis_dlq import lane, read_dead_letters, replay_dead_letters
-from ._redis_store import RedisStore
-from ._waiters import new_lease_token
+from ..._gather import Gather
+from ...queue._checks import check_limits, check_max_messages, check_payloads
+from ...queue._envelope import Envelope, pack
+from ...queue._lease_keeper import LeaseKeeper, check_liveness
+from ._queue_dlq import lane, read_dead_letters, replay_dead_letters
+from ._queue_leases import Leases, Topic
+from ._queue_store import RedisStore
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
     from typing import Self
 
-    from ._codec import Codec
-    from ._redis_store import Entry, Publish
+    from ...queue._codec import Codec
+    from ...queue._delivery import DeadLetter, Delivery
+    from ._queue_bell import Bell
+    from ._queue_store import Publish
 
 __all__ = ("RedisStreamsQueue",)
 
 _CHUNK = 1000  # messages per publish script
-_POLL = 1.0  # seconds a listener blocks at most (a safety net for changes nobody rang for)
-
-
-Took = tuple[list[Delivery], bytes, float]  # deliveries, the bell's last id, seconds to listen at most
-
-
-class _Topic:
-    __slots__ = ("acks", "bell", "group", "name", "next_sweep", "prefix", "publishes", "spares", "takes")
-
-    def __init__(self, name: str, prefix: str) -> None:
-        self.name = name
-        self.prefix = prefix
-        self.group = ""
-        self.next_sweep = 0.0  # event-loop time of the next XAUTOCLAIM sweep
-        self.bell = Bell()
-        self.publishes: Gather[Publish, None]  # concurrent calls share a script call
-        self.takes: Gather[int, Took]
-        self.acks: Gather[list[bytes], None]
-        self.spares: deque[tuple[float, Delivery]] = deque()  # leased for a consumer that was cancelled
-
-
-class _Lease:
-    __slots__ = ("attempt", "envelope", "state", "token")
-
-    def __init__(self, state: _Topic, token: bytes, envelope: Envelope, attempt: int) -> None:
-        self.state = state
-        self.token = token  # the lease on the server (see `_redis_lua.py`)
-        self.envelope = envelope
-        self.attempt = attempt
 
 
 class RedisStreamsQueue:
@@ -177,15 +146,18 @@ class RedisStreamsQueue:
         self._store = RedisStore(url, connect_timeout=connect_timeout, reconnect_timeout=reconnect_timeout)
         self.url = self._store.url
         self._codec = codec
-        self._visibility_ms = max(1, math.ceil(visibility_timeout * 1000))
         self.liveness_timeout = liveness_timeout
         self._liveness_ms = max(1, math.ceil(liveness_timeout * 1000))
         self._keeper = LeaseKeeper(self._beat, every=liveness_timeout / 5, what=f"redis {self.url}")
-        self._sweep_every = min(visibility_timeout / 4, _POLL)
-        self._expired = f"lease expired (visibility timeout {visibility_timeout:g} s)"
+        self._leases = Leases(
+            self._store,
+            codec,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            liveness_timeout=liveness_timeout,
+        )
         self._ids = map(f"{secrets.token_hex(6)}.{{}}".format, itertools.count(1))
-        self._topics: dict[str, _Topic] = {}
-        self._leases: dict[int, _Lease] = {}
+        self._topics: dict[str, Topic] = {}
 
     def __repr__(self) -> str:
         closed = " closed" if self._store.closed else ""
@@ -217,16 +189,16 @@ class RedisStreamsQueue:
         prefixes = [state.prefix for state in self._topics.values() if state.group]
         await self._store.beat(prefixes, self._liveness_ms)
 
-    def _topic(self, topic: str) -> _Topic:
+    def _topic(self, topic: str) -> Topic:
         if self._store.closed:
             raise anyio.ClosedResourceError
         state = self._topics.get(topic)
         if state is None:
             if not isinstance(topic, str) or not topic or "\0" in topic:
                 raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
-            state = _Topic(topic, f"{self.namespace}:{{{topic}}}:")
+            state = Topic(topic, f"{self.namespace}:{{{topic}}}:")
             state.publishes = Gather(partial(self._publish_all, state))
-            state.takes = Gather(partial(self._take_all, state), partial(self._keep, state))
+            state.takes = Gather(partial(self._leases.take_all, state), partial(self._leases.keep, state))
             state.acks = Gather(partial(self._ack_all, state))
             self._topics[topic] = state
         return state
@@ -260,7 +232,7 @@ class RedisStreamsQueue:
         for start in range(0, len(envelopes), _CHUNK):
             await state.publishes((lane_, delay_ms, key, envelopes[start : start + _CHUNK]))
 
-    async def _publish_all(self, state: _Topic, batches: list[Publish]) -> list[None]:
+    async def _publish_all(self, state: Topic, batches: list[Publish]) -> list[None]:
         await self._store.publish(state.prefix, batches)
         return [None] * len(batches)
 
@@ -302,134 +274,32 @@ class RedisStreamsQueue:
             raise anyio.ClosedResourceError
         return woken
 
-    async def _take_all(self, state: _Topic, wants: list[int]) -> list[Took]:
-        """One take for concurrent consumers, shared out in the order they asked."""
-        found, snapshot, pause = await self._take(state, sum(wants))
-        took, start = [], 0
-        for want in wants:
-            took.append((found[start : start + want], snapshot, pause))
-            start += want
-        return took
-
-    def _keep(self, state: _Topic, took: Took) -> None:
-        """What was leased for a consumer cancelled meanwhile goes to the next one."""
-        now = anyio.current_time()
-        state.spares.extend((now, delivery) for delivery in took[0])
-        state.bell.notify(len(took[0]))
-
-    async def _take(self, state: _Topic, n: int) -> Took:
-        """Lease what is ready; also returns the bell's last id and how long to listen at most."""
-        found: list[Delivery] = []
-        fresh = anyio.current_time() - self.visibility_timeout / 2
-        while state.spares and len(found) < n:
-            kept_at, delivery = state.spares.popleft()
-            if kept_at > fresh and delivery._lease in self._leases:
-                found.append(delivery)
-            else:  # its lease may expire before it is handled: let it come back to anyone
-                self._leases.pop(delivery._lease, None)
-        if len(found) == n:
-            return found, b"0-0", 0.0
-        while True:
-            now = anyio.current_time()
-            sweep = now >= state.next_sweep
-            taken = await self._store.take(
-                state.prefix,
-                state.group,
-                n - len(found),
-                sweep=sweep,
-                visibility_ms=self._visibility_ms,
-                liveness_ms=self._liveness_ms,
-            )
-            if sweep:
-                state.next_sweep = now if taken.more else now + self._sweep_every
-            new = [d for d in [await self._delivery(state, e) for e in taken.entries] if d is not None]
-            found += new
-            if len(found) == n or not (taken.again or len(new) < len(taken.entries)):
-                break  # take again at the scan limit, or after dead-lettering (which may free a key)
-        pause = _POLL if taken.due is None else min(_POLL, taken.due + 0.001)
-        if taken.busy:
-            pause = min(pause, max(state.next_sweep - anyio.current_time(), 0.001))
-        return found, taken.bell, pause
-
-    async def _delivery(self, state: _Topic, entry: Entry) -> Delivery | None:
-        """A delivery of a taken entry; poison and over-attempted entries go to the DLQ instead."""
-        raw, count = entry.envelope, entry.deliveries
-        try:
-            if raw is None:
-                raise PoisonMessage("stream entry without an envelope (no `e` field)")
-            envelope = unpack(raw)
-        except PoisonMessage as exc:
-            garbage = Envelope(
-                id=entry.id.decode(),
-                topic=state.name,
-                body=entry.fields if raw is None else raw,
-                created=time.time(),
-                key=None if entry.key is None else entry.key.decode(errors="replace"),
-                priority=int(entry.lane, 16) - 2**63,
-            )
-            await self._bury(state, entry.lease, garbage, count, exc.reason)
-            return None
-        attempt = envelope.attempt + count - 1
-        if attempt > self.max_attempts:  # the lease of its last attempt expired
-            reason = f"{self._expired} on attempt {attempt - 1} of {self.max_attempts}"
-            await self._bury(state, entry.lease, envelope, attempt - 1, reason)
-            return None
-        try:
-            payload = self._codec.decode(envelope.body)
-        except Exception as exc:  # a poison message: never handed out
-            await self._bury(state, entry.lease, envelope, attempt, f"undecodable payload: {exc!r}")
-            return None
-        token = new_lease_token()
-        self._leases[token] = _Lease(state, entry.lease, envelope, attempt)
-        return Delivery(
-            envelope.id,
-            state.name,
-            payload,
-            envelope.key,
-            envelope.priority,
-            attempt,
-            envelope.created,
-            token,
-        )
-
-    async def _bury(self, state: _Topic, lease: bytes, envelope: Envelope, attempt: int, reason: str) -> None:
-        dead = msgspec.structs.replace(envelope, attempt=attempt, reason=reason, failed_at=time.time())
-        await self._store.end(state.prefix, state.group, lease, "dead", 0, pack(dead))
-
-    def _end_lease(self, delivery: Delivery) -> _Lease | None:
-        if self._store.closed:
-            raise anyio.ClosedResourceError
-        lease = self._leases.pop(delivery._lease, None)
-        if lease is None or lease.envelope.id != delivery.id:
-            return None  # acked already, or not ours
-        return lease
-
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         """Finish `deliveries`; stale ones are ignored (see `QueueBackend.ack`).
 
         Concurrent acks of one topic share a script call.
         """
-        by_topic: dict[_Topic, list[bytes]] = {}
+        by_topic: dict[Topic, list[bytes]] = {}
         for delivery in deliveries:
-            lease = self._end_lease(delivery)
+            lease = self._leases.end(delivery)
             if lease is not None:
                 by_topic.setdefault(lease.state, []).append(lease.token)
         for state, leases in by_topic.items():
             await state.acks(leases)
 
-    async def _ack_all(self, state: _Topic, batches: list[list[bytes]]) -> list[None]:
+    async def _ack_all(self, state: Topic, batches: list[list[bytes]]) -> list[None]:
         await self._store.ack(state.prefix, state.group, [lease for batch in batches for lease in batch])
         return [None] * len(batches)
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Hand `delivery` back for a later attempt, or to the DLQ (see `QueueBackend.nack`)."""
-        lease = self._end_lease(delivery)
+        lease = self._leases.end(delivery)
         if lease is None:
             return
         state, attempt = lease.state, lease.attempt
         if attempt >= self.max_attempts:
             reason = f"{reason or 'nacked'} on attempt {attempt} of {self.max_attempts}"
-            await self._bury(state, lease.token, lease.envelope, attempt, reason)
+            await self._leases.bury(state, lease.token, lease.envelope, attempt, reason)
             return
         again = pack(msgspec.structs.replace(lease.envelope, attempt=attempt + 1))
         mode, delay_ms = ("later", math.ceil(delay * 1000)) if delay > 0 else ("now", 0)
@@ -437,9 +307,9 @@ class RedisStreamsQueue:
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""
-        lease = self._end_lease(delivery)
+        lease = self._leases.end(delivery)
         if lease is not None:
-            await self._bury(lease.state, lease.token, lease.envelope, lease.attempt, reason)
+            await self._leases.bury(lease.state, lease.token, lease.envelope, lease.attempt, reason)
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """Read up to `limit` dead letters of `topic`, oldest first."""

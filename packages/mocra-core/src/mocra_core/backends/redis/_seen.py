@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from .._errors import redact
-from .._gather import Gather
-from ..coordination._redis import RedisResource, connect_redis, redis_failure
-from ._errors import SeenSetError
-from ._seen_set import check_fingerprints
+from ..._errors import redact
+from ..._gather import Gather
+from ...dedup._errors import SeenSetError
+from ...dedup._seen_set import check_fingerprints
+from ._connection import RedisResource, connect_redis, redis_failure
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,6 +57,8 @@ class RedisSeenSet(RedisResource):
         url: `redis://[user:password@]host:port/db`, `rediss://…` for TLS, or `unix://path`.
         namespace: Prefix of the key, so jobs can share a server.
         key: The set's name under `namespace`.
+        client: A client of `url` to use instead of one of its own (`RedisClients`: a run's, shared by
+            its stores on that server); `aclose` leaves it open.
 
     Example:
         >>> import anyio, redis, uuid
@@ -71,15 +73,18 @@ class RedisSeenSet(RedisResource):
         1
     """
 
-    __slots__ = ("_add", "_adds", "_closed", "_key", "_redis", "_url", "name")
+    __slots__ = ("_add", "_adds", "_closed", "_key", "_lent", "_redis", "_url", "name")
 
-    def __init__(self, url: str, *, namespace: str = "mocra", key: str = "seen") -> None:
+    def __init__(
+        self, url: str, *, namespace: str = "mocra", key: str = "seen", client: Redis | None = None
+    ) -> None:
         if not namespace or not key:
             raise ValueError("namespace and key must not be empty")
         self._url = url
         self.name = f"{namespace}:{key}"
         self._key = self.name.encode()
-        self._redis = connect_redis(url)
+        self._redis = client if client is not None else connect_redis(url)
+        self._lent = client is not None
         self._add = self._redis.register_script(_ADD_IF_ABSENT)
         self._adds: Gather[bytes, bytes] = Gather(self._add_all)
         self._closed = False

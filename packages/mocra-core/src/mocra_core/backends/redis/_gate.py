@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from .._errors import BackendError, redact
-from ..coordination._redis import RedisResource, connect_redis, redis_failure
-from ._gate import Ticket, check_enter
+from ..._errors import BackendError, redact
+from ...download._gate import Ticket, check_enter
+from ._connection import RedisResource, connect_redis, redis_failure
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -75,6 +75,8 @@ class RedisDomainGate(RedisResource):
     Args:
         url: `redis://[user:password@]host:port/db`, `rediss://…` for TLS, or `unix://path`.
         namespace: Prefix of the keys: the job's, so that jobs sharing a server have separate limits.
+        client: A client of `url` to use instead of one of its own (`RedisClients`: a run's, shared by
+            its stores on that server); `aclose` leaves it open.
 
     Raises:
         BackendError: `url` cannot be parsed.
@@ -93,15 +95,27 @@ class RedisDomainGate(RedisResource):
         (True, True)
     """
 
-    __slots__ = ("_closed", "_counter", "_enter", "_id", "_prefix", "_redis", "_renew", "_url", "namespace")
+    __slots__ = (
+        "_closed",
+        "_counter",
+        "_enter",
+        "_id",
+        "_lent",
+        "_prefix",
+        "_redis",
+        "_renew",
+        "_url",
+        "namespace",
+    )
 
-    def __init__(self, url: str, *, namespace: str = "mocra") -> None:
+    def __init__(self, url: str, *, namespace: str = "mocra", client: Redis | None = None) -> None:
         if not namespace:
             raise ValueError("namespace: must not be empty")
         self._url = url
         self.namespace = namespace
         self._prefix = namespace.encode()
-        self._redis = connect_redis(url)
+        self._redis = client if client is not None else connect_redis(url)
+        self._lent = client is not None
         self._enter = self._redis.register_script(_ENTER)
         self._renew = self._redis.register_script(_RENEW)
         self._id = uuid.uuid4().hex[:16]

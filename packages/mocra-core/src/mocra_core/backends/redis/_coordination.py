@@ -11,17 +11,20 @@ import uuid
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .._errors import BackendError, BackendUnavailable, redact
-from ._errors import CoordinationError
-from ._protocol import LEADER_LOCK, LockInfo, check_key, check_lock_key, check_ttl, parse_counter
-from ._redis_scripts import (
+from ..._errors import BackendError, redact
+from ...coordination._errors import CoordinationError
+from ...coordination._protocol import (
+    LEADER_LOCK,
+    LockInfo,
+    check_key,
+    check_lock_key,
+    check_ttl,
+    parse_counter,
+)
+from ._connection import RedisResource, connect_redis, redis_failure
+from ._coordination_lua import (
     ACQUIRE,
     APPEND,
     COMPARE_AND_SET,
@@ -36,19 +39,11 @@ from ._redis_scripts import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import TracebackType
-    from typing import Self
 
+    from redis.asyncio import Redis
     from redis.commands.core import AsyncScript
 
-__all__ = (
-    "BACKSTOP_GRACE",
-    "RedisCoordination",
-    "RedisResource",
-    "connect_redis",
-    "ping_redis",
-    "redis_failure",
-)
+__all__ = ("BACKSTOP_GRACE", "RedisCoordination")
 
 logger = logging.getLogger(__name__)
 
@@ -56,76 +51,6 @@ BACKSTOP_GRACE = 5.0
 """Seconds after a value's logical expiry at which Redis deletes it (real clock only)."""
 
 _LIST, _VALUE = "holds a list, not a value", "holds a value, not a list"
-
-
-def connect_redis(url: str) -> Redis:
-    """A client for `url` (bytes replies) that never retries a command on its own.
-
-    A command whose reply was lost may have run, and these scripts are not idempotent (a retried
-    `set_if_absent` would answer False to the worker that set the key), so failures go to the caller.
-    """
-    try:
-        return Redis.from_url(url, retry=Retry(NoBackoff(), 0), decode_responses=False)
-    except ValueError as exc:
-        raise BackendError("redis", url, f"bad URL: {exc}") from exc
-
-
-def redis_failure(url: str, exc: RedisError) -> BackendError:
-    """The mocra error for a redis-py error: `BackendUnavailable` when Redis cannot be reached."""
-    problem = str(exc) or type(exc).__name__
-    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
-        return BackendUnavailable("redis", url, problem)
-    return BackendError("redis", url, problem)
-
-
-async def ping_redis(client: Redis, url: str) -> None:
-    """Check that Redis answers; raise `BackendUnavailable` naming the (redacted) URL if not."""
-    try:
-        await client.ping()
-    except RedisError as exc:
-        raise redis_failure(url, exc) from exc
-
-
-class RedisResource:
-    """The connection life of a Redis-backed object (coordination, seen set, politeness gate).
-
-    `async with` checks that Redis answers (else closes and raises `BackendUnavailable` naming the URL);
-    `aclose` closes the connections once. Subclasses set `_redis`, `_url` and `_closed`, and may override
-    `_open` to raise their own error for a call on a closed object.
-    """
-
-    _redis: Redis
-    _url: str
-    _closed: bool
-
-    def _open(self) -> Redis:
-        if self._closed:
-            raise BackendError("redis", self._url, "closed")
-        return self._redis
-
-    async def aclose(self) -> None:
-        """Close the connections; calling it again does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        with anyio.CancelScope(shield=True):
-            await self._redis.aclose()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await ping_redis(self._open(), self._url)
-        except BaseException:
-            await self.aclose()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class RedisCoordination(RedisResource):
@@ -168,6 +93,8 @@ class RedisCoordination(RedisResource):
         clock: Judges expiry, in epoch seconds (inject a fake one in tests).
         holder_id: Who this instance is when it leads; default `"{hostname}:{pid}:{uuid4 hex}"`.
         leader_ttl: Seconds a leader lease lives without renewal.
+        client: A client of `url` to use instead of one of its own (`RedisClients`: a run's, shared by
+            its stores on that server); `aclose` leaves it open.
 
     Raises:
         BackendError: `url` cannot be parsed.
@@ -202,6 +129,7 @@ class RedisCoordination(RedisResource):
         "_items",
         "_leader",
         "_leader_ttl",
+        "_lent",
         "_locks",
         "_redis",
         "_release",
@@ -222,6 +150,7 @@ class RedisCoordination(RedisResource):
         clock: Callable[[], float] = time.time,
         holder_id: str | None = None,
         leader_ttl: float = 10.0,
+        client: Redis | None = None,
     ) -> None:
         check_ttl(leader_ttl)
         if not namespace:
@@ -233,8 +162,8 @@ class RedisCoordination(RedisResource):
         self._leader: tuple[int, float] | None = None  # token, deadline of the leader lease we hold
         self._values, self._locks = f"{namespace}:v:".encode(), f"{namespace}:l:".encode()
         self._fence = f"{namespace}:fence".encode()
-        self._closed = False
-        self._redis = redis = connect_redis(url)
+        self._closed, self._lent = False, client is not None
+        self._redis = redis = client if client is not None else connect_redis(url)
         self._set = redis.register_script(PRELUDE + SET)
         self._set_if_absent = redis.register_script(PRELUDE + SET_IF_ABSENT)
         self._cas = redis.register_script(PRELUDE + COMPARE_AND_SET)
@@ -417,7 +346,7 @@ class RedisCoordination(RedisResource):
         return self._leader is not None
 
     async def aclose(self) -> None:
-        """Give up leadership and close the connections; calling it again does nothing."""
+        """Give up leadership and close the connections (not a lent client's); again does nothing."""
         if self._closed:
             return
         held, self._leader = self._leader, None
@@ -430,5 +359,6 @@ class RedisCoordination(RedisResource):
             logger.warning("could not give up leadership of %r: %s", self.namespace, exc)
         finally:
             self._closed = True
-            with anyio.CancelScope(shield=True):
-                await self._redis.aclose()
+            if not self._lent:
+                with anyio.CancelScope(shield=True):
+                    await self._redis.aclose()

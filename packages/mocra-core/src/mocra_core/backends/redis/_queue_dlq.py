@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .._errors import PoisonMessage
-from ._delivery import DeadLetter
-from ._envelope import pack, unpack
+from ..._errors import PoisonMessage
+from ...queue._delivery import DeadLetter
+from ...queue._envelope import pack, unpack
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ._codec import Codec
-    from ._redis_store import RedisStore
+    from ...queue._codec import Codec
+    from ._queue_store import RedisStore
 
 __all__ = ("lane", "read_dead_letters", "replay_dead_letters")
 

@@ -11,16 +11,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import anyio
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .._errors import BackendError, BackendUnavailable, ConfigError, redact
-from .._gather import Gather
-from ._redis_lua import ACK, BEAT, END, FORGET, PENDING, PUBLISH, REPLAY, TAKE
+from ..._errors import BackendError, BackendUnavailable, redact
+from ..._gather import Gather
+from ._connection import connect_redis
+from ._queue_lua import ACK, BEAT, END, FORGET, PENDING, PUBLISH, REPLAY
+from ._queue_lua_take import TAKE
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -46,7 +45,7 @@ Publish = tuple[str, int, "str | None", "Sequence[bytes]"]
 class Entry(NamedTuple):
     """A stream entry a take leased."""
 
-    lease: bytes  # the lease token that ack, nack and dead-letter pass back (see `_redis_lua.py`)
+    lease: bytes  # the lease token that ack, nack and dead-letter pass back (see `_queue_lua.py`)
     lane: bytes
     id: bytes
     deliveries: int  # 1 the first time, + 1 each time a lease expired
@@ -84,7 +83,7 @@ class Taken(NamedTuple):
 
 
 class RedisStore:
-    """One Redis connection pool and the scripts of `_redis_lua.py`, with retries on connection errors.
+    """One Redis connection pool and the scripts of `_queue_lua.py`, with retries on connection errors.
 
     Script calls made while another is on the wire go together in the next pipeline (one round trip,
     one socket write), whatever their script: a worker's takes, acks and publishes of several topics
@@ -101,15 +100,9 @@ class RedisStore:
         self.consumer = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._connect_timeout = connect_timeout
         self._reconnect_timeout = reconnect_timeout
-        try:
-            self._redis = aioredis.Redis.from_url(
-                url,
-                protocol=2,
-                socket_connect_timeout=connect_timeout,
-                retry=Retry(NoBackoff(), 1),  # a stale pooled connection; `_run` retries the rest
-            )
-        except ValueError as exc:
-            raise ConfigError("queue.url", f"{self.url!r}: {exc}") from None
+        self._redis = connect_redis(  # one retry: a stale pooled connection; `_run` retries the rest
+            url, retries=1, connect_timeout=connect_timeout, protocol=2, setting="queue.url"
+        )
         register = self._redis.register_script
         self._publish, self._take, self._ack = register(PUBLISH), register(TAKE), register(ACK)
         self._end, self._replay, self._pending = register(END), register(REPLAY), register(PENDING)
