@@ -48,7 +48,7 @@ async def test_a_closed_store_or_plane_raises_coordination_errors(tmp_path: path
 async def test_without_the_extra_the_names_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name.partition(".")[0] == "mocra_cluster"]:
         monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]  # as if not installed
-    for module in ("mocra_core.coordination._cluster", "mocra_core.dedup._cluster"):
+    for module in ("mocra_core.backends.cluster._coordination", "mocra_core.backends.cluster._seen"):
         monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.delattr(mocra_core.coordination, "ClusterCoordination")
     monkeypatch.delattr(mocra_core.dedup, "ClusterSeenSet")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..backends.cluster._plane import cluster_from_env, cluster_status
 from ._backends import Backends, open_backends
 from ._builder import Mocra, MocraBuilder
-from ._cluster import cluster_from_env, cluster_status
 from ._codec import EngineCodec
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._job_counts import read_job_counts

@@ -12,7 +12,7 @@ import dataclasses
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from ._cluster import open_cluster
+from ..backends.cluster._plane import open_cluster
 from ._jobdir import JobDir
 from ._lifecycle import Lifecycle, describe_error
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .._errors import BackendUnavailable, ConfigError, MissingExtra
+from ..._errors import BackendUnavailable, ConfigError, MissingExtra
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping

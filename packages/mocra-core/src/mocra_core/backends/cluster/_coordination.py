@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING
 
 from mocra_cluster import ClusterClosed, ClusterError, ClusterUnavailable, Refused
 
-from .._errors import BackendError, BackendUnavailable
-from ._errors import CoordinationError
-from ._protocol import MAX_KEY_BYTES, LockInfo, check_key, check_lock_key, check_ttl, parse_counter
+from ..._errors import BackendError, BackendUnavailable
+from ...coordination._errors import CoordinationError
+from ...coordination._protocol import (
+    MAX_KEY_BYTES,
+    LockInfo,
+    check_key,
+    check_lock_key,
+    check_ttl,
+    parse_counter,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

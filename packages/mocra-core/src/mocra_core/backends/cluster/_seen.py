@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from mocra_cluster import ClusterError, ClusterUnavailable, NoQuorum
 
-from ._errors import SeenSetError
-from ._seen_set import check_fingerprints
+from ...dedup._errors import SeenSetError
+from ...dedup._seen_set import check_fingerprints
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
