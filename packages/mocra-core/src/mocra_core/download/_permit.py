@@ -84,7 +84,7 @@ class Permit:
         self.wait = 0.0
         self.acquired = 0.0
         self.done = False
-        self.on_release: Callable[[Permit], None] | None = None
+        self.on_release: Callable[[Permit], object] | None = None
 
     def attach(self, gated: GatedLimiter, ticket: Ticket) -> None:
         """Hold `ticket` too (a job-wide slot, from `GatedLimiter.admit`); it goes back with the permit."""

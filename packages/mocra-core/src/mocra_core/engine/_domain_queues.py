@@ -144,6 +144,8 @@ class DomainQueues(Generic[T]):
     def offer(self, entry: Parked[T]) -> Permit | None:
         """A permit to start `entry` now, or None: it is parked (or in `returns`). O(1) for a free domain."""
         rec = self._domains.get(entry.domain)
+        if rec is not None and rec.blocked_until and rec.blocked_until <= self._clock():
+            rec.blocked_until = 0.0
         if rec is None or not (rec.entries or rec.blocked_until):
             got = self._limiter.try_acquire(entry.domain)
             if not isinstance(got, float):
