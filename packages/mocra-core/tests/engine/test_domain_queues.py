@@ -139,3 +139,25 @@ async def test_requests_parked_too_long_go_back() -> None:
     assert queues.parked == 0
     entries, permits = queues.drain()
     assert entries == [] and permits == [] and math.isinf(queues.next_deadline())
+
+
+async def test_requests_refused_by_a_full_gate_wait_their_turn_again() -> None:
+    clock = Clock()
+    limiter = DomainLimiter(concurrency=4, clock=clock)
+    queues = lot(limiter, clock)
+    deadlines: list[float] = []
+    queues.on_timer = deadlines.append
+    entries = [entry(name) for name in ("a/0", "a/1", "a/2")]
+    permits = [queues.offer(each) for each in entries]  # each granted here, then refused job-wide
+    for each, permit in zip(entries, permits, strict=True):
+        assert isinstance(permit, Permit)
+        await permit.abandon()  # (admit gives the permit back)
+        queues.refused(each, 5.0)
+    assert queues.parked == 3 and deadlines[-1] - clock.now <= 0.05  # polled soon, not in 5 s
+    clock.now = deadlines[-1]
+    assert queues.due() == 1
+    order = []
+    while (taken := queues.take()) is not None:
+        order.append(taken[0].prepared)
+        await taken[1].abandon()
+    assert order == ["a/0", "a/1", "a/2"]

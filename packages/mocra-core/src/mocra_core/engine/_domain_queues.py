@@ -129,7 +129,7 @@ class DomainQueues(Generic[T]):
         self._busy: set[_Domain[T]] = set()  # domains that parked requests (some may have none left)
         self._timers: list[tuple[float, int, _Domain[T]]] = []
         self._reserved: list[tuple[float, int, Parked[T], Permit]] = []
-        self._seq = itertools.count()
+        self._seq = itertools.count(1)  # 0: not parked yet
         self.parked = 0
         """Requests parked (reserved ones included)."""
         self.returns: deque[tuple[Parked[T], float, str]] = deque()
@@ -219,11 +219,14 @@ class DomainQueues(Generic[T]):
     def refused(self, entry: Parked[T], retry: float) -> None:
         """The job-wide gate refused `entry`'s domain: park it again, ask after `retry` seconds at most."""
         rec = self._domains.get(entry.domain) or self._record(entry.domain)
+        now = self._clock()
+        if not entry.seq:  # it had not been parked yet
+            entry.seq, entry.since = next(self._seq), now
         heapq.heappush(rec.entries, (entry.key(), entry))
         self.parked += 1
         self._busy.add(rec)
         rec.poll = min(POLL_MAX, rec.poll * 2) if rec.poll else POLL_MIN
-        self._set_timer(rec, self._clock() + min(retry, rec.poll))
+        self._set_timer(rec, now + min(retry, rec.poll))
 
     def admitted(self, domain: str) -> None:
         """The job-wide gate admitted a request of `domain`: stop polling it."""
