@@ -1,9 +1,13 @@
 """`open_backends`: opens a `BackendPlan` — cluster node, coordination store, seen set, gate, then the queue.
 
-The queue opens last, once all else is up: a run failing at start leaves no streams on a broker. Each
-backend is a part of the run's `Lifecycle`: `prepare` while it connects, `ready` once up, `stopped` once
-closed, or `failed` naming it, what it is and the error (a Redis refusing at start: the run raises, and the
-part `queue` is `failed` with `queue (redis://…): BackendUnavailable: …`).
+The queue opens last, once all else is up: a run failing at start leaves no streams on a broker. The
+coordination store, seen set and gate on one Redis server share a client (`RedisClients`, measured with
+`benchmarks/bench_redis_clients.py`: half the connections, pages/s the same or better); the queue keeps its
+own (it retries commands on a stale connection, they must not).
+
+Each backend is a part of the run's `Lifecycle`: `prepare` while it connects, `ready` once up, `stopped`
+once closed, or `failed` naming it, what it is and the error (a Redis refusing at start: the run raises,
+and the part `queue` is `failed` with `queue (redis://…): BackendUnavailable: …`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from ..backends.cluster._plane import open_cluster
+from ..backends.redis._clients import RedisClients
 from ._jobdir import JobDir
 from ._lifecycle import Lifecycle, describe_error
 
@@ -82,12 +87,14 @@ async def open_backends(plan: BackendPlan, lifecycle: Lifecycle | None = None) -
             plane = await stack.enter_async_context(
                 open_part(life, "cluster", where, open_cluster(plan.cluster))
             )
-        coordination = plan.make_coordination(plane)
+        redis = RedisClients()  # one client per Redis server for the three below; closed after them
+        stack.push_async_callback(redis.aclose)
+        coordination = plan.make_coordination(plane, redis)
         await stack.enter_async_context(open_part(life, "coordination", str(plan.coordination), coordination))
-        seen = plan.make_seen(coordination, plane)
+        seen = plan.make_seen(coordination, plane, redis)
         if seen is not None:
             await stack.enter_async_context(open_part(life, "seen", str(plan.seen), seen))
-        gate = plan.make_gate()
+        gate = plan.make_gate(redis)
         if gate is not None:
             await stack.enter_async_context(open_part(life, "gate", str(plan.gate), gate))
         queue = plan.make_queue()

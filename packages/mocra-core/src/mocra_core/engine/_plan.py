@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from mocra_cluster import ClusterConfig, ControlPlane
 
+    from ..backends.redis._clients import RedisClients
     from ..config import Settings
     from ..coordination import Coordination
     from ..dedup import SeenSet
@@ -266,8 +267,13 @@ class BackendPlan:
             return LmdbQueueReader(self.queue.where, codec=EngineCodec())
         return self.make_queue()
 
-    def make_coordination(self, plane: ControlPlane | None = None) -> Coordination:
+    def make_coordination(
+        self, plane: ControlPlane | None = None, redis: RedisClients | None = None
+    ) -> Coordination:
         """The coordination store, not connected (a cluster's needs its started `plane`).
+
+        A Redis store takes its client from `redis` (the run's, shared with the seen set and gate on the
+        same server) when given, else makes one of its own.
 
         Raises:
             ConfigError: the plan names none (a `read_only` plan of a NATS or Kafka job without
@@ -290,11 +296,17 @@ class BackendPlan:
         if store.kind == "redis":
             from ..coordination import RedisCoordination
 
-            return RedisCoordination(store.where, namespace=self.namespace)
+            client = None if redis is None else redis.get(store.where)
+            return RedisCoordination(store.where, namespace=self.namespace, client=client)
         return LocalCoordination()
 
-    def make_seen(self, coordination: Coordination, plane: ControlPlane | None = None) -> SeenSet | None:
-        """The seen set, not opened; None without dedup. `coordination` holds it when its kind says so."""
+    def make_seen(
+        self, coordination: Coordination, plane: ControlPlane | None = None, redis: RedisClients | None = None
+    ) -> SeenSet | None:
+        """The seen set, not opened; None without dedup. `coordination` holds it when its kind says so.
+
+        A Redis set takes its client from `redis` when given (see `make_coordination`).
+        """
         from ..dedup import CoordinationSeenSet, LmdbSeenSet, MemorySeenSet
 
         seen = self.seen
@@ -308,15 +320,19 @@ class BackendPlan:
         if seen.kind == "redis":
             from ..dedup import RedisSeenSet
 
-            return RedisSeenSet(seen.where, namespace=self.namespace)
+            client = None if redis is None else redis.get(seen.where)
+            return RedisSeenSet(seen.where, namespace=self.namespace, client=client)
         if seen.kind == "coordination":
             return CoordinationSeenSet(coordination)
         if seen.kind == "lmdb":
             return LmdbSeenSet(seen.where)
         return MemorySeenSet()
 
-    def make_gate(self) -> DomainGate | None:
-        """The job-wide politeness gate, not opened; None for one process (its `DomainLimiter` is the job)."""
+    def make_gate(self, redis: RedisClients | None = None) -> DomainGate | None:
+        """The job-wide politeness gate, not opened; None for one process (its `DomainLimiter` is the job).
+
+        A Redis gate takes its client from `redis` when given (see `make_coordination`).
+        """
         gate = self.gate
         if gate is None:
             return None
@@ -326,7 +342,8 @@ class BackendPlan:
             return LmdbDomainGate(gate.where)
         from ..download import RedisDomainGate
 
-        return RedisDomainGate(gate.where, namespace=self.namespace)
+        client = None if redis is None else redis.get(gate.where)
+        return RedisDomainGate(gate.where, namespace=self.namespace, client=client)
 
 
 def _check(settings: Settings, *, cluster: bool) -> None:
