@@ -17,7 +17,8 @@ domain that parks nothing counts as found work.
 Handing back keeps the retry budget: a request on its first attempt is published again with the delay,
 then acked (publish first: a crash in between duplicates it, never loses it); a retried one is nacked with
 the delay (the attempt it costs is the price of not losing its count). On stop, halt or cancellation every
-request still parked or unprepared is nacked without delay, as `Feeder` does.
+request still parked or unprepared goes back at once the same way: a first attempt comes back as a first
+attempt, which the parse stage does not take for a redelivery that may have been parsed already.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class DomainFeeder(Generic[T]):
                     self._wake(len(self._waiters))
                     self._timer_event.set()
         finally:
-            await self._give_all_back(queues)
+            await self._give_all_back(queues, steps)
 
     # ------------------------------------------------------------------ leasing
 
@@ -386,14 +387,7 @@ class DomainFeeder(Generic[T]):
             delivery = entry.delivery
             self._returning[id(delivery)] = delivery
             try:
-                if delivery.attempt == 1:
-                    payload = delivery.payload
-                    await self._queue.publish(
-                        self._topic, [payload], key=delivery.key, priority=delivery.priority, delay=delay
-                    )
-                    await self._queue.ack([delivery])
-                else:
-                    await steps.hand_back(delivery, delay, reason)
+                await self._send_back(steps, delivery, delay, reason)
                 logger.debug("%s: back to the queue for %.2fs (%s)", entry.domain, delay, reason)
             except TRANSIENT as exc:  # left leased: it comes back when its lease expires
                 if self._outage is None:
@@ -403,24 +397,39 @@ class DomainFeeder(Generic[T]):
                 self._returning.pop(id(delivery), None)
         self._changed.set()
 
-    async def _give_all_back(self, queues: DomainQueues[T]) -> None:
+    async def _give_all_back(self, queues: DomainQueues[T], steps: DownloadSteps[T]) -> None:
+        """Send back at once all that is still leased here: unprepared, parked, about to go back."""
         entries, permits = queues.drain()
         left = [*self._new, *(entry.delivery for entry in entries)]
         left += [entry.delivery for entry, _, _ in queues.returns]
-        left += self._returning.values()
+        interrupted = list(self._returning.values())  # maybe republished already: nacked, not again
         self._new.clear()
         queues.returns.clear()
         self._returning.clear()
-        if not (left or permits):
+        if not (left or permits or interrupted):
             return
         with anyio.move_on_after(5, shield=True):
             for permit in permits:
                 await permit.abandon()
-            for delivery in left:
-                try:
-                    await self._queue.nack(delivery, delay=0, reason="worker cancelled")
-                except TRANSIENT:  # the broker is out of reach: the leases expire instead
-                    break
+            try:
+                for delivery in interrupted:
+                    await self._queue.nack(delivery, delay=0, reason="worker stopped")
+                for delivery in left:
+                    await self._send_back(steps, delivery, 0.0, "worker stopped")
+            except TRANSIENT:  # the broker is out of reach: the leases expire instead
+                pass
+
+    async def _send_back(
+        self, steps: DownloadSteps[T], delivery: Delivery, delay: float, reason: str
+    ) -> None:
+        """Republish a first attempt with `delay`, then ack it (no attempt spent); else nack (`hand_back`)."""
+        if delivery.attempt == 1:
+            await self._queue.publish(
+                self._topic, [delivery.payload], key=delivery.key, priority=delivery.priority, delay=delay
+            )
+            await self._queue.ack([delivery])
+        else:
+            await steps.hand_back(delivery, delay, reason)
 
     def _is_closed(self) -> bool:
         return self._closed
