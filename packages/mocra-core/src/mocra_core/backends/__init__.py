@@ -6,9 +6,11 @@
   LMDB environment is opened.
 - `redis/` — workers on many hosts, on one Redis server: `RedisStreamsQueue`, `RedisSeenSet`,
   `RedisCoordination`, `RedisDomainGate`. `redis/_connection.py` is the one place a Redis client is built.
-- `nats/` — `NatsJetStreamQueue` on NATS JetStream.
-- `kafka/` — `KafkaQueue` on Kafka.
-- `cluster/` — the adapters over a `mocra_cluster` control plane: `ClusterCoordination`, `ClusterSeenSet`.
+  A run's coordination store, seen set and gate on one server share a client (`RedisClients`).
+- `nats/` — `NatsJetStreamQueue` on NATS JetStream; `nats/_connection.py` makes the connection.
+- `kafka/` — `KafkaQueue` on Kafka; `kafka/_wire.py` makes the Kafka clients.
+- `cluster/` — the adapters over a `mocra_cluster` control plane: `ClusterCoordination`, `ClusterSeenSet`,
+  `ControlPlaneOwnership`; `cluster/_plane.py` starts a node's control plane.
 
 The protocols they implement stay where the engine sees them (`queue.QueueBackend`, `dedup.SeenSet`,
 `coordination.Coordination`, `download.DomainGate`), and so do the public names: import
