@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 __all__ = ("load_optional",)
 
+_BACKENDS = f"{__package__}.backends."
+
 
 def load_optional(package: str, lazy: Mapping[str, tuple[str, str, str]], name: str) -> object:
     """Import `name` of `package` on first use, so the package imports without the extra it needs.
@@ -28,7 +30,8 @@ def load_optional(package: str, lazy: Mapping[str, tuple[str, str, str]], name: 
         MissingExtra: the extra's package is not installed (naming the extra).
 
     The object is kept in the package's namespace (the next lookup does not get here), and a class of
-    one of the package's own modules is shown as the package's (`mocra_core.sinks.SqlSink`).
+    one of the package's own modules or of a backend driver (`mocra_core.backends`) is shown as the
+    package's (`mocra_core.sinks.SqlSink`, `mocra_core.queue.NatsJetStreamQueue`).
 
     Example:
         >>> load_optional("mocra_core.sinks", {"SqlSink": ("._sql", "sql", "sqlalchemy")}, "SqlSink")
@@ -43,7 +46,7 @@ def load_optional(package: str, lazy: Mapping[str, tuple[str, str, str]], name: 
         if exc.name is None or exc.name.partition(".")[0] != driver:
             raise
         raise MissingExtra(extra, f"{package}.{name}") from exc
-    if getattr(found, "__module__", "").startswith(package + "."):
+    if getattr(found, "__module__", "").startswith((package + ".", _BACKENDS)):
         found.__module__ = package
     setattr(sys.modules[package], name, found)
     return found
