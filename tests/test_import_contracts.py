@@ -52,6 +52,11 @@ def test_clean_copy_keeps_every_contract(ws: Workspace, tmp_path: pathlib.Path) 
         ("mocra_core", "mocra", "Layers: mocra above mocra_core above the four subsystems"),
         ("mocra_proxy", "mocra_store", "The four subsystems are independent of each other"),
         ("mocra", "mocra_cluster", "The facade reaches the subsystems only through mocra_core"),
+        (
+            "mocra_core/backends/nats",
+            "mocra_core.backends.redis",
+            "A backend driver folder imports no other driver folder",
+        ),
     ],
 )
 def test_forbidden_import_is_reported(
@@ -65,4 +70,4 @@ def test_forbidden_import_is_reported(
 
     assert code != 0, output
     assert f"{broken_contract} BROKEN" in output
-    assert f"{importer}._forbidden -> {imported}" in output
+    assert f"{importer.replace('/', '.')}._forbidden -> {imported}" in output
