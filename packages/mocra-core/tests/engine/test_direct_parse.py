@@ -11,6 +11,7 @@ import pytest
 
 from mocra_core import MocraBuilder, on_item
 from mocra_core.engine._feeder import Feeder
+from mocra_core.engine._lanes import ParseLanes
 from mocra_core.http import Response
 from mocra_core.modules import Ctx
 from mocra_core.queue import Delivery, MemoryQueue
@@ -216,6 +217,32 @@ async def test_a_busy_lane_gets_its_responses_through_its_topic(
         server.url(f"/slow/{i}") for i in range(SLOW_PAGES)
     )
     assert server.hits == {f"/slow/{i}": 1 for i in range(SLOW_PAGES)}
-    # the lane's workers wait on the sink: the download workers queued the other pages, not waited
-    assert published.count(response_topic("slow")) >= SLOW_PAGES - 2 * PARSE_WORKERS
+    # the lane's workers wait on the sink: the download workers queued pages (up to the lane's workers
+    # at a time, see test_a_busy_lane_queues_as_many_responses_as_it_has_workers_then_waits)
+    assert published.count(response_topic("slow")) >= PARSE_WORKERS
     assert "response" not in published
+
+
+async def test_a_busy_lane_queues_as_many_responses_as_it_has_workers_then_waits() -> None:
+    release = anyio.Event()
+
+    async def handle(delivery: Delivery) -> None:
+        await release.wait()
+
+    def response(n: int) -> Delivery:
+        return Delivery(str(n), "request", f"response {n}", None, 0, 1, 0.0)
+
+    async with MemoryQueue() as queue:
+        lanes = ParseLanes(queue, ["m"], lambda: False)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lanes.run, 2, handle)
+            await anyio.sleep(0.01)
+            assert await lanes.hand("m", response(0))  # idle workers take the first two
+            assert await lanes.hand("m", response(1))
+            assert not await lanes.hand("m", response(2))  # busy: the caller queues two on the topic
+            assert not await lanes.hand("m", response(3))
+            with anyio.move_on_after(0.1) as waiting:  # then back-pressure: the hand-over waits
+                await lanes.hand("m", response(4))
+            assert waiting.cancelled_caught
+            lanes.halt()
+            release.set()

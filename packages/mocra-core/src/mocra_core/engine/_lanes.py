@@ -5,8 +5,11 @@ sink takes a second per write keeps its workers waiting. With one pool for every
 responses would soon hold every worker and stall the others; with a lane per module it holds only its
 own, and its feeder stops *leasing* its responses (a feeder leases only for idle workers), while the
 other lanes go on. A direct hand-over from the download stage goes to an idle worker of the module's
-lane or not at all (the download stage then queues the response on the module's topic): a download
-worker never waits for a busy lane.
+lane; when none is idle, the download stage queues the response on the module's topic, up to as many
+as the lane has workers (counted until a worker of this process leases one back). Past that the
+download worker waits for the lane: the module's responses no longer pile up in memory faster than it
+parses them (back-pressure on that module's downloads only; the crawl benchmark's peak RSS went from
+72 MB to 110 MB without it), while the other modules' download workers go on.
 
 Responses queued by a version before lanes sit in the legacy `response` topic (a job dir or a broker
 job written then, a dead letter replayed there, a worker of the previous version during a rolling
@@ -69,6 +72,8 @@ class ParseLanes:
             return Feeder(queue, topic, "parse", should_stop, drain=True, outage=outage)
 
         self._lanes = {name: feeder(response_topic(name)) for name in modules}
+        self._queued = dict.fromkeys(self._lanes, 0)  # responses this process queued per lane, not leased
+        self._backlog = 0  # how many a lane may have queued before a hand-over waits: its workers
         self._legacy = feeder(RESPONSES)
         self._wake = anyio.Event()  # set by `stop` and `halt`: the legacy watch looks once more
         self._halted = False
@@ -89,16 +94,42 @@ class ParseLanes:
         self._wake.set()
 
     async def hand(self, module: str, delivery: Delivery) -> bool:
-        """Hand `delivery` to an idle worker of `module`'s lane; False (nothing done) if none is idle."""
+        """Hand `delivery` to a worker of `module`'s lane; False (nothing done): queue it on its topic.
+
+        An idle worker takes it at once. Otherwise False while the lane has fewer than its workers'
+        number of responses queued by this process, else this waits for a worker (False if stopped).
+        """
         lane = self._lanes.get(module)
-        return lane is not None and await lane.hand(delivery, wait=False)
+        if lane is None:
+            return False
+        if await lane.hand(delivery, wait=False):
+            return True
+        if self._queued[module] < self._backlog:
+            self._queued[module] += 1
+            return False
+        return await lane.hand(delivery, wait=True)
 
     async def run(self, workers: int, handle: Callable[[Delivery], Awaitable[None]]) -> None:
         """Run `workers` workers per lane calling `handle` until every lane has stopped."""
+        self._backlog = workers
         async with anyio.create_task_group() as tg:
             for name, feeder in self._lanes.items():
-                tg.start_soon(feeder.run, workers, handle, name=f"parse-lane-{name}")
+                tg.start_soon(feeder.run, workers, self._counted(name, handle), name=f"parse-lane-{name}")
             await self._watch_legacy(workers, handle)
+
+    def _counted(
+        self, module: str, handle: Callable[[Delivery], Awaitable[None]]
+    ) -> Callable[[Delivery], Awaitable[None]]:
+        """`handle`, counting the module's responses leased back from its topic (see `hand`)."""
+        topic = response_topic(module)
+        queued = self._queued
+
+        async def counted(delivery: Delivery) -> None:
+            if delivery.topic == topic and queued[module]:
+                queued[module] -= 1
+            await handle(delivery)
+
+        return counted
 
     async def _watch_legacy(self, workers: int, handle: Callable[[Delivery], Awaitable[None]]) -> None:
         """Run a lane on the legacy topic once it holds messages; return when stopped and it holds none."""
