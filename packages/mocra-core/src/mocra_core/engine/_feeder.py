@@ -76,18 +76,21 @@ class Feeder:
         if self._consuming is not None:
             self._consuming.cancel()
 
-    async def hand(self, delivery: Delivery) -> bool:
+    async def hand(self, delivery: Delivery, *, wait: bool = True) -> bool:
         """Hand `delivery` to a worker, waiting for one to be free; False (nothing done) once stopped.
 
         A handed delivery is the worker's as if it had been consumed (handed back if the feeder is
-        cancelled before the worker starts on it).
+        cancelled before the worker starts on it). `wait=False`: only to an idle worker, else False.
         """
         if self._handoff is None or self._halted:
             return False
         self._unstarted[id(delivery)] = delivery
         try:
-            await self._handoff.put(delivery, delivery.priority)
-        except anyio.ClosedResourceError:
+            if wait:
+                await self._handoff.put(delivery, delivery.priority)
+            else:
+                self._handoff.put_nowait(delivery)
+        except (anyio.ClosedResourceError, anyio.WouldBlock):
             self._unstarted.pop(id(delivery), None)
             return False
         return True

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..topics import REQUESTS
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -22,8 +24,6 @@ if TYPE_CHECKING:
 __all__ = ("REQUESTS", "Frontier", "seen_key", "seen_scope")
 
 logger = logging.getLogger(__name__)
-
-REQUESTS = "request"
 
 
 class Frontier:
