@@ -40,3 +40,24 @@ def test_members_module_logs_in_pages_fans_out_and_merges(tmp_path: pathlib.Path
     assert summaries[0] == rows[-1]  # the merge ran last, once every detail was done
     assert site.logins == {"alice": 1}
     assert "finished" in stdout
+
+
+def test_watch_run_prints_each_part_s_states_in_order(tmp_path: pathlib.Path) -> None:
+    with DemoSite().run_in_thread() as base_url:
+        example = tmp_path / "watch_run.py"
+        example.write_text(
+            (ROOT / "examples" / "watch_run.py").read_text().replace("http://127.0.0.1:8000", base_url)
+        )
+        result = subprocess.run(
+            [sys.executable, str(example)], capture_output=True, text=True, timeout=120, check=False
+        )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    engine = [
+        line.split(": ", 1)[1] for line in result.stdout.splitlines() if line.strip().startswith("engine:")
+    ]
+    assert [change.split(" (")[0] for change in engine] == [
+        "- -> prepare", "prepare -> ready", "ready -> active", "active -> draining", "draining -> stopped",
+    ]  # fmt: skip
+    assert result.stdout.splitlines()[-1].startswith("finished: ")
+    assert "engine stopped" in result.stdout.splitlines()[-1]
