@@ -12,7 +12,7 @@ from nats.js.api import StorageType
 
 from mocra_core import ConfigError
 from mocra_core.config import load
-from mocra_core.engine._plan import backend_options
+from mocra_core.engine._backend_makers import backend_options
 from mocra_core.queue import (
     KafkaQueue,
     LmdbQueue,

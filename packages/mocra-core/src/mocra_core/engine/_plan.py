@@ -11,6 +11,8 @@ Decided once, from the settings (and a cluster's config), as a value that the en
 - A cluster (`Mocra.builder().cluster(…)`, `mocra run --cluster`) replaces all of it but the queue: its
   control plane is the coordination store and the seen set, and there is no job-wide gate (unless
   `coordination.url` names one).
+
+The plan is a value; `_backend_makers.py` builds the backends it names (`BackendPlan.make_queue` and kin).
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import pathlib
 import re
 from typing import TYPE_CHECKING, Literal, Protocol
 
-import msgspec
-
 from .._errors import ConfigError, redact
 from ..config import QueueSettings
+from . import _backend_makers
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ..download import DomainGate
     from ..queue import DeadLetter, QueueBackend
 
-__all__ = ("Backend", "BackendPlan", "QueueView", "backend_options", "job_name")
+__all__ = ("Backend", "BackendPlan", "QueueView", "job_name")
 
 Kind = Literal["memory", "lmdb", "redis", "nats", "kafka", "cluster", "coordination"]
 _REDIS = ("redis", "rediss")
@@ -222,34 +223,7 @@ class BackendPlan:
             >>> BackendPlan.decide(Settings(), job="books").make_queue()
             <SpillingQueue threshold=100000 spilled=0>
         """
-        from ..queue import LmdbQueue, SpillingQueue, open_queue
-        from ..topics import REQUESTS
-        from ._codec import EngineCodec
-
-        settings, queue = self.queue_settings, self.queue
-        if self.shared:
-            return open_queue(
-                queue.where,
-                codec=EngineCodec(),
-                namespace=self.namespace,
-                visibility_timeout=settings.visibility_timeout,
-                max_attempts=settings.max_attempts,
-                options=_options(settings),
-            )
-        if queue.kind == "lmdb":
-            return LmdbQueue(
-                queue.where,
-                codec=EngineCodec(),
-                visibility_timeout=settings.visibility_timeout,
-                max_attempts=settings.max_attempts,
-            )
-        return SpillingQueue(
-            codec=EngineCodec(),
-            topics={REQUESTS},
-            threshold=settings.spill_threshold,
-            visibility_timeout=settings.visibility_timeout,
-            max_attempts=settings.max_attempts,
-        )
+        return _backend_makers.make_queue(self)
 
     def read_queue(self) -> AbstractAsyncContextManager[QueueView]:
         """The queues to read (dead letters, pending counts), also while the job runs (`async with`).
@@ -260,12 +234,7 @@ class BackendPlan:
         Raises:
             ConfigError: (on entering) an LMDB directory that holds no queue.
         """
-        if self.queue.kind == "lmdb":
-            from ..backends.lmdb._queue_reader import LmdbQueueReader
-            from ._codec import EngineCodec
-
-            return LmdbQueueReader(self.queue.where, codec=EngineCodec())
-        return self.make_queue()
+        return _backend_makers.read_queue(self)
 
     def make_coordination(
         self, plane: ControlPlane | None = None, redis: RedisClients | None = None
@@ -279,26 +248,7 @@ class BackendPlan:
             ConfigError: the plan names none (a `read_only` plan of a NATS or Kafka job without
                 `coordination.url`).
         """
-        from ..coordination import LmdbCoordination, LocalCoordination
-
-        store = self.coordination
-        if store is None:
-            raise ConfigError(
-                "coordination.url", f"job {self.job!r} on {self.queue} names no shared coordination store"
-            )
-        if store.kind == "cluster":
-            from ..coordination import ClusterCoordination
-
-            assert plane is not None, "a cluster's coordination store is its started plane"
-            return ClusterCoordination(plane, namespace=self.namespace)
-        if store.kind == "lmdb":
-            return LmdbCoordination(store.where)
-        if store.kind == "redis":
-            from ..coordination import RedisCoordination
-
-            client = None if redis is None else redis.get(store.where)
-            return RedisCoordination(store.where, namespace=self.namespace, client=client)
-        return LocalCoordination()
+        return _backend_makers.make_coordination(self, plane, redis)
 
     def make_seen(
         self, coordination: Coordination, plane: ControlPlane | None = None, redis: RedisClients | None = None
@@ -307,43 +257,14 @@ class BackendPlan:
 
         A Redis set takes its client from `redis` when given (see `make_coordination`).
         """
-        from ..dedup import CoordinationSeenSet, LmdbSeenSet, MemorySeenSet
-
-        seen = self.seen
-        if seen is None:
-            return None
-        if seen.kind == "cluster":
-            from ..dedup import ClusterSeenSet
-
-            assert plane is not None, "a cluster's seen set is on its started plane"
-            return ClusterSeenSet(plane, key=f"{self.namespace}/seen")
-        if seen.kind == "redis":
-            from ..dedup import RedisSeenSet
-
-            client = None if redis is None else redis.get(seen.where)
-            return RedisSeenSet(seen.where, namespace=self.namespace, client=client)
-        if seen.kind == "coordination":
-            return CoordinationSeenSet(coordination)
-        if seen.kind == "lmdb":
-            return LmdbSeenSet(seen.where)
-        return MemorySeenSet()
+        return _backend_makers.make_seen(self, coordination, plane, redis)
 
     def make_gate(self, redis: RedisClients | None = None) -> DomainGate | None:
         """The job-wide politeness gate, not opened; None for one process (its `DomainLimiter` is the job).
 
         A Redis gate takes its client from `redis` when given (see `make_coordination`).
         """
-        gate = self.gate
-        if gate is None:
-            return None
-        if gate.kind == "lmdb":
-            from ..download import LmdbDomainGate
-
-            return LmdbDomainGate(gate.where)
-        from ..download import RedisDomainGate
-
-        client = None if redis is None else redis.get(gate.where)
-        return RedisDomainGate(gate.where, namespace=self.namespace, client=client)
+        return _backend_makers.make_gate(self, redis)
 
 
 def _check(settings: Settings, *, cluster: bool) -> None:
@@ -421,29 +342,3 @@ def _gate(
     if _scheme(store) in _REDIS:
         return Backend("redis", store)
     return None
-
-
-def _options(settings: QueueSettings) -> dict[str, object]:
-    scheme = _scheme(settings.url)
-    if scheme not in (*_REDIS, "nats", "kafka"):
-        return {}
-    section = "redis" if scheme == "rediss" else scheme  # the `[queue.<section>]` of the scheme
-    options: dict[str, object] = msgspec.structs.asdict(getattr(settings, section))
-    if section != "kafka":
-        options["liveness_timeout"] = settings.liveness_timeout
-    return options
-
-
-def backend_options(settings: Settings) -> dict[str, object]:
-    """The `[queue.redis]`, `[queue.nats]` or `[queue.kafka]` settings of the run's queue URL, as keywords.
-
-    Redis and NATS also get `queue.liveness_timeout` (Kafka's counterpart is its session timeout).
-
-    Example:
-        >>> from mocra_core.config import Settings
-        >>> backend_options(Settings.from_mapping({"queue": {"url": "kafka://127.0.0.1:9092"}}))["partitions"]
-        4
-        >>> backend_options(Settings())
-        {}
-    """
-    return _options(settings.queue)
