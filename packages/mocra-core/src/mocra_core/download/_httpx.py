@@ -9,18 +9,27 @@ cookies, timeouts and body decoding anyway. Users still see httpx types (`httpx.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import httpx
 
-from .._errors import DownloadError, DownloadTimeout, HopRefused, TooManyRedirects, UnfetchableURL
+from .._errors import DownloadError, DownloadTimeout, HopRefused, UnfetchableURL
 from ..http import Response
-from ._decode import ACCEPT_ENCODING, BodyDecoder
+from ._body import CLOSE_TIMEOUT, discard_body, read_body
+from ._decode import ACCEPT_ENCODING
 from ._protocol import Hop
+from ._redirects import (
+    REDIRECT_STATUSES,
+    RedirectTrail,
+    crosses_origin,
+    drop_credentials,
+    redirect_method,
+    redirect_target,
+)
 from ._settings import DownloadSettings
+from ._transport import build_transport, map_error, transport_errors
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -31,62 +40,6 @@ if TYPE_CHECKING:
 __all__ = ("HttpxDownloader", "HttpxSession")
 
 logger = logging.getLogger(__name__)
-
-_REDIRECTS = frozenset((301, 302, 303, 307, 308))
-_BODY_HEADERS = ("content-type", "content-length", "content-encoding", "transfer-encoding")
-_CROSS_ORIGIN_DROP = ("authorization", "proxy-authorization", "cookie")
-_DRAIN_BYTES = 64 * 1024  # a redirect body up to this is read so its connection can be reused
-_CLOSE_TIMEOUT = 5.0
-
-
-def _build_transport(settings: DownloadSettings) -> httpx.AsyncBaseTransport:
-    limits = httpx.Limits(
-        max_connections=settings.max_connections, max_keepalive_connections=settings.max_connections
-    )
-    if settings.transport == "httpx":
-        return httpx.AsyncHTTPTransport(verify=settings.verify, limits=limits, trust_env=False)
-
-    import aiohttp
-    from httpx_aiohttp import AiohttpTransport
-
-    def make_session() -> aiohttp.ClientSession:  # called lazily, inside the event loop
-        connector = aiohttp.TCPConnector(limit=settings.max_connections, ssl=transport.ssl_context)
-        return aiohttp.ClientSession(
-            connector=connector,
-            cookie_jar=aiohttp.DummyCookieJar(),  # cookies are ours, per session
-            auto_decompress=False,  # decoded by BodyDecoder, under the size cap
-            timeout=aiohttp.ClientTimeout(total=None),  # per-request timeouts come from the extensions
-            max_line_size=65536,
-            max_field_size=65536,
-        )
-
-    transport = AiohttpTransport(verify=settings.verify, limits=limits, trust_env=False, client=make_session)
-    return transport
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """What a transport raises for a failed exchange; aiohttp's errors only if aiohttp was imported."""
-    aiohttp = sys.modules.get("aiohttp")
-    if aiohttp is not None:
-        return (httpx.HTTPError, aiohttp.ClientError, OSError)
-    return (httpx.HTTPError, OSError)
-
-
-def _map_error(exc: BaseException, request: Request, url: str) -> DownloadError:
-    """Translate a transport exception; httpx-aiohttp reports a refused connection as `ConnectTimeout`."""
-    if isinstance(exc, httpx.TimeoutException):
-        cause = exc.__cause__
-        from_aiohttp = cause is not None and type(cause).__module__.startswith("aiohttp")
-        timed_out = not from_aiohttp or isinstance(cause, TimeoutError)
-        detail = cause if from_aiohttp and cause is not None else exc
-    else:
-        timed_out = isinstance(exc, TimeoutError)
-        detail = exc
-    where = url if url == request.url else f"{url} (redirected from {request.url})"
-    what = "timed out" if timed_out else "failed"
-    message = f"{request.method} {where} {what}: {type(detail).__name__}: {detail}".rstrip(": ")
-    cls = DownloadTimeout if timed_out else DownloadError
-    return cls(message, request=request)
 
 
 class HttpxDownloader:
@@ -138,8 +91,8 @@ class HttpxDownloader:
     ) -> None:
         self.name = name
         self.settings = settings = settings or DownloadSettings()
-        self._transport = transport or _build_transport(settings)
-        self._errors = _transport_errors()
+        self._transport = transport or build_transport(settings)
+        self._errors = transport_errors()
         defaults = {
             "user-agent": ("User-Agent", settings.user_agent),
             "accept-encoding": ("Accept-Encoding", ACCEPT_ENCODING),
@@ -204,7 +157,7 @@ class HttpxDownloader:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
             await self.aclose()
 
     def __repr__(self) -> str:
@@ -245,8 +198,7 @@ class HttpxDownloader:
         headers = self._headers(request)
         explicit_cookie = any(k.lower() == "cookie" for k, _ in headers) if request.headers else False
         first_host: str | None = None
-        seen: set[tuple[str, str, str | None]] = set()
-        hops = 0
+        trail: RedirectTrail | None = None
         while True:
             http_request = self._build(method, url, headers, content, request)
             host = http_request.url.host
@@ -258,30 +210,26 @@ class HttpxDownloader:
             if "set-cookie" in resp.headers:
                 resp.request = http_request
                 jar.extract_cookies(resp)
-            location = resp.headers.get("location") if resp.status_code in _REDIRECTS else None
+            location = resp.headers.get("location") if resp.status_code in REDIRECT_STATUSES else None
             if location is None or self.settings.max_redirects == 0:
-                return url, resp, await self._read(resp, request, url, method)
-            await self._discard(resp, request, url)
-            hops += 1
-            key = (method, url, http_request.headers.get("cookie"))
-            if key in seen:
-                raise TooManyRedirects(
-                    f"redirect loop at {method} {url} (from {request.url})", request=request
+                body = await read_body(
+                    resp,
+                    request,
+                    url,
+                    method,
+                    max_body_bytes=self.settings.max_body_bytes,
+                    errors=self._errors,
                 )
-            seen.add(key)
-            if hops > self.settings.max_redirects:
-                raise TooManyRedirects(
-                    f"{request.method} {request.url}: more than max_redirects={self.settings.max_redirects} "
-                    f"redirects (last to {url})",
-                    request=request,
-                )
-            next_url = self._redirect_target(http_request, location, request)
+                return url, resp, body
+            await discard_body(resp, request, url, errors=self._errors)
+            if trail is None:
+                trail = RedirectTrail(request, self.settings.max_redirects)
+            trail.step(method, url, http_request.headers.get("cookie"))
+            next_url = redirect_target(http_request, location, request)
             status = resp.status_code
-            if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
-                method, content = "GET", None
-                headers = [(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS]
-            if next_url.host != host or next_url.scheme != http_request.url.scheme:
-                headers = [(k, v) for k, v in headers if k.lower() not in _CROSS_ORIGIN_DROP]
+            method, content, headers = redirect_method(status, method, content, headers)
+            if crosses_origin(http_request.url, next_url):
+                headers = drop_credentials(headers)
                 explicit_cookie = False
             target = str(next_url)
             if hop is not None:
@@ -301,76 +249,11 @@ class HttpxDownloader:
         except TypeError as exc:  # a header or body of the wrong type
             raise DownloadError(f"cannot request {method} {url}: {exc}", request=request) from exc
 
-    def _redirect_target(self, http_request: httpx.Request, location: str, request: Request) -> httpx.URL:
-        try:
-            target = http_request.url.join(location)
-            host = target.host  # decoded here: IDNAError (a ValueError) for a bad label such as "xn--zz"
-        except (httpx.InvalidURL, ValueError) as exc:
-            raise UnfetchableURL(
-                location,
-                f"{http_request.url} redirected to an invalid Location {location!r}: {exc}",
-                request=request,
-            ) from exc
-        if target.scheme not in ("http", "https") or not host:
-            raise UnfetchableURL(
-                location,
-                f"{http_request.url} redirected to {location!r}, which is not an http(s) URL",
-                request=request,
-            )
-        return target
-
     async def _send(self, http_request: httpx.Request, request: Request, url: str) -> httpx.Response:
         try:
             return await self._transport.handle_async_request(http_request)
         except self._errors as exc:
-            raise _map_error(exc, request, url) from exc
-
-    async def _read(self, resp: httpx.Response, request: Request, url: str, method: str) -> bytes:
-        decoder = BodyDecoder(resp.headers.get("content-encoding", ""), self.settings.max_body_bytes, request)
-        stream: Any = resp.stream
-        iterator = stream.__aiter__()
-        try:
-            if method != "HEAD" and "content-encoding" not in resp.headers:
-                declared = resp.headers.get("content-length")
-                if (
-                    declared is not None
-                    and declared.isdigit()
-                    and int(declared) > self.settings.max_body_bytes
-                ):
-                    raise decoder.too_large(int(declared))
-            async for chunk in iterator:
-                decoder.feed(chunk)
-        except self._errors as exc:
-            await _close(resp, iterator)
-            raise _map_error(exc, request, url) from exc
-        except BaseException:
-            await _close(resp, iterator)
-            raise
-        await resp.aclose()
-        return decoder.finish()
-
-    async def _discard(self, resp: httpx.Response, request: Request, url: str) -> None:
-        stream: Any = resp.stream
-        iterator = stream.__aiter__()
-        read = 0
-        try:
-            async for chunk in iterator:
-                read += len(chunk)
-                if read > _DRAIN_BYTES:
-                    break
-        except self._errors as exc:
-            raise _map_error(exc, request, url) from exc
-        finally:
-            await _close(resp, iterator)
-
-
-async def _close(resp: httpx.Response, iterator: Any) -> None:
-    """Close a response and its body iterator, shielded and bounded (runs on the error and cancel paths)."""
-    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        await resp.aclose()
+            raise map_error(exc, request, url) from exc
 
 
 def _add_cookies(http_request: httpx.Request, jar: httpx.Cookies, extra: dict[str, str] | None) -> None:

@@ -1,0 +1,126 @@
+"""The rules of a redirect hop: where it goes, with which method, body and headers, and when to stop.
+
+`HttpxDownloader` follows redirects itself; its loop asks these what the next hop is. 301/302 turn a POST
+into a body-less GET, 303 turns anything but HEAD into one (as browsers do), 307/308 keep method and body;
+credentials are not sent to another origin; a loop (the same method, URL and cookies twice) or more than
+`max_redirects` hops stops the download with `TooManyRedirects`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import httpx
+
+from .._errors import TooManyRedirects, UnfetchableURL
+
+if TYPE_CHECKING:
+    from ..http import Request
+
+__all__ = (
+    "REDIRECT_STATUSES",
+    "RedirectTrail",
+    "crosses_origin",
+    "drop_credentials",
+    "redirect_method",
+    "redirect_target",
+)
+
+REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
+"""The statuses whose `Location` is followed."""
+
+_BODY_HEADERS = ("content-type", "content-length", "content-encoding", "transfer-encoding")
+_CROSS_ORIGIN_DROP = ("authorization", "proxy-authorization", "cookie")
+
+Headers = list[tuple[str, str]]
+
+
+class RedirectTrail:
+    """The hops one download has taken: refuses a loop or a hop past `max_redirects`.
+
+    Example:
+        >>> from mocra_core.http import Request
+        >>> trail = RedirectTrail(Request("http://a.test/"), max_redirects=5)
+        >>> trail.step("GET", "http://a.test/", None)
+        >>> trail.step("GET", "http://a.test/", None)
+        Traceback (most recent call last):
+        ...
+        mocra_core._errors.TooManyRedirects: redirect loop at GET http://a.test/ (from http://a.test/)
+    """
+
+    __slots__ = ("_hops", "_max", "_request", "_seen")
+
+    def __init__(self, request: Request, max_redirects: int) -> None:
+        self._request = request
+        self._max = max_redirects
+        self._hops = 0
+        self._seen: set[tuple[str, str, str | None]] = set()
+
+    def step(self, method: str, url: str, cookie: str | None) -> None:
+        """Note that `method url` (sent with `cookie`) redirected.
+
+        Raises:
+            TooManyRedirects: It did so before in this download (a loop), or this is one hop too many.
+        """
+        request = self._request
+        self._hops += 1
+        key = (method, url, cookie)
+        if key in self._seen:
+            raise TooManyRedirects(f"redirect loop at {method} {url} (from {request.url})", request=request)
+        self._seen.add(key)
+        if self._hops > self._max:
+            raise TooManyRedirects(
+                f"{request.method} {request.url}: more than max_redirects={self._max} redirects "
+                f"(last to {url})",
+                request=request,
+            )
+
+
+def redirect_target(http_request: httpx.Request, location: str, request: Request) -> httpx.URL:
+    """The absolute http(s) URL `location` names, relative to `http_request`'s URL.
+
+    Raises:
+        UnfetchableURL: `location` is not a valid URL, or not an http(s) one.
+    """
+    try:
+        target = http_request.url.join(location)
+        host = target.host  # decoded here: IDNAError (a ValueError) for a bad label such as "xn--zz"
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise UnfetchableURL(
+            location,
+            f"{http_request.url} redirected to an invalid Location {location!r}: {exc}",
+            request=request,
+        ) from exc
+    if target.scheme not in ("http", "https") or not host:
+        raise UnfetchableURL(
+            location,
+            f"{http_request.url} redirected to {location!r}, which is not an http(s) URL",
+            request=request,
+        )
+    return target
+
+
+def redirect_method(
+    status: int, method: str, content: bytes | None, headers: Headers
+) -> tuple[str, bytes | None, Headers]:
+    """The method, body and headers of the hop after a `status` redirect of `method`.
+
+    Example:
+        >>> redirect_method(303, "POST", b"q=1", [("Content-Type", "text/plain"), ("Accept", "*/*")])
+        ('GET', None, [('Accept', '*/*')])
+        >>> redirect_method(307, "POST", b"q=1", [])
+        ('POST', b'q=1', [])
+    """
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        return "GET", None, [(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS]
+    return method, content, headers
+
+
+def crosses_origin(source: httpx.URL, target: httpx.URL) -> bool:
+    """Whether a hop from `source` to `target` changes host or scheme (credentials stay behind)."""
+    return target.host != source.host or target.scheme != source.scheme
+
+
+def drop_credentials(headers: Headers) -> Headers:
+    """`headers` without `Authorization`, `Proxy-Authorization` and `Cookie`."""
+    return [(k, v) for k, v in headers if k.lower() not in _CROSS_ORIGIN_DROP]

@@ -1,0 +1,73 @@
+"""The pooled transport under `HttpxDownloader` (aiohttp or httpcore), and what its failures become.
+
+`build_transport` makes the pool `DownloadSettings.transport` names; `map_error` turns whatever a
+transport raises for a failed exchange (`transport_errors`) into a `DownloadError` or `DownloadTimeout`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import httpx
+
+from .._errors import DownloadError, DownloadTimeout
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from ..http import Request
+    from ._settings import DownloadSettings
+
+__all__ = ("build_transport", "map_error", "transport_errors")
+
+
+def build_transport(settings: DownloadSettings) -> httpx.AsyncBaseTransport:
+    """The pool of `settings.transport` (`aiohttp` or `httpx`), `max_connections` wide, cookies left to us."""
+    limits = httpx.Limits(
+        max_connections=settings.max_connections, max_keepalive_connections=settings.max_connections
+    )
+    if settings.transport == "httpx":
+        return httpx.AsyncHTTPTransport(verify=settings.verify, limits=limits, trust_env=False)
+
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+
+    def make_session() -> aiohttp.ClientSession:  # called lazily, inside the event loop
+        connector = aiohttp.TCPConnector(limit=settings.max_connections, ssl=transport.ssl_context)
+        return aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),  # cookies are ours, per session
+            auto_decompress=False,  # decoded by BodyDecoder, under the size cap
+            timeout=aiohttp.ClientTimeout(total=None),  # per-request timeouts come from the extensions
+            max_line_size=65536,
+            max_field_size=65536,
+        )
+
+    transport = AiohttpTransport(verify=settings.verify, limits=limits, trust_env=False, client=make_session)
+    return transport
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """What a transport raises for a failed exchange; aiohttp's errors only if aiohttp was imported."""
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        return (httpx.HTTPError, aiohttp.ClientError, OSError)
+    return (httpx.HTTPError, OSError)
+
+
+def map_error(exc: BaseException, request: Request, url: str) -> DownloadError:
+    """Translate a transport exception; httpx-aiohttp reports a refused connection as `ConnectTimeout`."""
+    if isinstance(exc, httpx.TimeoutException):
+        cause = exc.__cause__
+        from_aiohttp = cause is not None and type(cause).__module__.startswith("aiohttp")
+        timed_out = not from_aiohttp or isinstance(cause, TimeoutError)
+        detail = cause if from_aiohttp and cause is not None else exc
+    else:
+        timed_out = isinstance(exc, TimeoutError)
+        detail = exc
+    where = url if url == request.url else f"{url} (redirected from {request.url})"
+    what = "timed out" if timed_out else "failed"
+    message = f"{request.method} {where} {what}: {type(detail).__name__}: {detail}".rstrip(": ")
+    cls = DownloadTimeout if timed_out else DownloadError
+    return cls(message, request=request)
