@@ -61,7 +61,7 @@ from ._state_view import StateView
 if TYPE_CHECKING:
     from ._commands import Command
 
-__all__ = ("Result", "StateMachine")
+__all__ = ("Result", "StateMachine", "parse_counter")
 
 Result: TypeAlias = int | bool | None
 """What `apply` returns: a token, a sequence number, a success flag, or None (see each command)."""
