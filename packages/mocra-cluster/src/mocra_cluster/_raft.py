@@ -22,16 +22,13 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from ._checks import check_name, check_partition, check_ttl
+from ._checks import check_name, check_ttl
 from ._collections import CollectionCalls
 from ._commands import (
     DEFAULT_KEEP,
-    AcquirePartition,
     Heartbeat,
     Join,
     Publish,
-    ReleasePartition,
-    Remove,
     RenewLock,
     RenewPartition,
     Set,
@@ -40,11 +37,11 @@ from ._commands import (
 from ._errors import ClusterClosed, ClusterError, ClusterUnavailable
 from ._liveness import send_heartbeats
 from ._machine import StateMachine
-from ._partitions import owned_partitions, owner, partition_of
+from ._partition_calls import PartitionCalls
 from ._protocol import ClusterStatus
 from ._raft_commit import Committer
+from ._raft_membership import RaftMembershipCalls
 from ._raft_start import admit, start_node
-from ._raft_status import RaftStatus
 from ._store import MemoryStateStore
 from ._writes import WriteCalls
 
@@ -67,7 +64,7 @@ _IDEMPOTENT = (Set, RenewLock, RenewPartition, Heartbeat)
 """Commands whose second application changes neither the state nor the result."""
 
 
-class RaftControlPlane(WriteCalls, CollectionCalls):
+class RaftControlPlane(WriteCalls, CollectionCalls, PartitionCalls, RaftMembershipCalls):
     """A `ControlPlane` replicated with Raft across the nodes of `config`; use it with `async with`.
 
     Needs anyio's asyncio backend. Entering starts the node (binds `config.addr`) and its Raft
@@ -271,20 +268,6 @@ class RaftControlPlane(WriteCalls, CollectionCalls):
             members=len(members),
         )
 
-    def raft_status(self) -> RaftStatus:
-        """Return this node's Raft view: addresses, term, log index, voters, quorum."""
-        node = self._require()
-        return RaftStatus(
-            node_id=self.member_id,
-            addr=node.addr,
-            leader=node.leader,
-            is_leader=node.is_leader,
-            term=node.term,
-            applied_index=node.applied_index,
-            voters=node.voters,
-            has_quorum=node.has_quorum,
-        )
-
     async def members(self, *, linearizable: bool = False) -> list[Member]:
         """Return every member, ordered by id."""
         node = await self._read(linearizable)
@@ -300,91 +283,6 @@ class RaftControlPlane(WriteCalls, CollectionCalls):
     async def voters(self) -> list[Member]:
         """Return the members recorded as voters, ordered by id."""
         return [member for member in await self.members() if member.voter]
-
-    def raft_voters(self) -> list[str]:
-        """Return the addresses of the Raft voters this node knows, itself included, sorted."""
-        return self._require().voters
-
-    async def join(self, member_id: str, addr: str, *, voter: bool = True) -> bool:
-        """Record a member (or update its address and vote); True if it is new.
-
-        This only records it (e.g. a worker that owns partitions). A Raft voter joins by starting
-        its own plane with `ClusterConfig.join`, which adds it to the Raft cluster.
-        """
-        command = Join(
-            member_id=check_name("member_id", member_id), addr=addr, voter=voter, now=self._clock()
-        )
-        return bool(await self.propose(command))
-
-    async def remove(self, member_id: str) -> bool:
-        """Remove a member; if it is a Raft voter, remove it from the Raft cluster first.
-
-        Raises:
-            ClusterUnavailable: the Raft change was refused (the leader cannot remove itself: stop
-                it and remove it from the new leader, or remove it from another node after failover).
-        """
-        node = await self._read()
-        with node.lock:
-            member = self._machine.member(check_name("member_id", member_id))
-        if member is not None and member.addr in node.voters and member.addr != node.addr:
-            assert self._committer is not None
-            await self._committer.remove_voter(member.addr)
-        return bool(await self.propose(Remove(member_id=member_id)))
-
-    async def remove_voter(self, addr: str) -> None:
-        """Remove the Raft voter at `addr` and the members recorded at that address."""
-        self._require()
-        assert self._committer is not None
-        await self._committer.remove_voter(addr)
-        for member in await self.members():
-            if member.addr == addr:
-                await self.propose(Remove(member_id=member.member_id))
-
-    def compact(self) -> None:
-        """Snapshot the state and truncate the log at the next tick (normally `tuning` decides when)."""
-        self._require().compact()
-
-    # ------------------------------------------------------------------ partitions
-
-    async def owns_key(self, key: str | bytes) -> bool:
-        """Return whether this node owns the partition of `key` among the live members (a local read)."""
-        ids = [member.member_id for member in await self.live_members()]
-        return owner(partition_of(key), ids) == self.member_id
-
-    async def owned_partitions(self) -> list[int]:
-        """Return the partitions this node owns among the live members, in order (a local read)."""
-        ids = [member.member_id for member in await self.live_members()]
-        return owned_partitions(self.member_id, ids)
-
-    async def acquire_partition(self, partition: int, ttl: float) -> int | None:
-        """Lease `partition` to this node for `ttl` seconds; return a fencing token, or None if held."""
-        command = AcquirePartition(
-            partition=check_partition(partition), holder=self.member_id, ttl=check_ttl(ttl), now=self._clock()
-        )
-        token = await self.propose(command)
-        return None if token is None else int(token)
-
-    async def renew_partition(self, partition: int, token: int, ttl: float) -> bool:
-        """Extend this node's lease of `partition` (grant `token`) to `ttl` seconds from now."""
-        command = RenewPartition(
-            partition=check_partition(partition),
-            holder=self.member_id,
-            token=token,
-            ttl=check_ttl(ttl),
-            now=self._clock(),
-        )
-        return bool(await self.propose(command))
-
-    async def release_partition(self, partition: int, token: int) -> bool:
-        """Free this node's lease of `partition` (grant `token`); True if it did."""
-        command = ReleasePartition(partition=check_partition(partition), holder=self.member_id, token=token)
-        return bool(await self.propose(command))
-
-    async def partition_lease(self, partition: int) -> LockInfo | None:
-        """Return the live lease of `partition`, or None."""
-        node = await self._read()
-        with node.lock:
-            return self._machine.partition_lease(check_partition(partition), self._clock())
 
     # ------------------------------------------------------------------ topics
 
