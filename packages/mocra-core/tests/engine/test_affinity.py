@@ -11,15 +11,17 @@ from mocra_cluster import LocalControlPlane, partition_of
 from mocra_core.config import Settings
 from mocra_core.coordination import ControlPlaneOwnership, LocalCoordination
 from mocra_core.engine import Engine
+from mocra_core.engine._admission import Admission
 from mocra_core.engine._frontier import REQUESTS, Frontier
-from mocra_core.engine._generate import TASKS
-from mocra_core.engine._router import Router
+from mocra_core.engine._module_table import ModuleTable
+from mocra_core.engine._router import TaskRouter
 from mocra_core.engine._runbook import RunBook
 from mocra_core.http import Request
 from mocra_core.middleware import MiddlewareChain
 from mocra_core.modules import Account, Module, Node, Task, TaskCtx, compile_module
 from mocra_core.observe import Stats
 from mocra_core.queue import MemoryQueue
+from mocra_core.topics import TASKS
 
 if TYPE_CHECKING:
     import pathlib
@@ -54,12 +56,15 @@ async def test_tasks_and_requests_of_an_account_carry_its_partition_key(tmp_path
     async with LocalControlPlane(tmp_path, member_id="node-a", sync=False) as plane, MemoryQueue() as queue:
         stats = Stats()
         ownership = ControlPlaneOwnership(plane)
-        router = Router(
-            queue, {"shop": module}, Frontier(queue, None, stats), RunBook(LocalCoordination()), stats,
-            affinity=ownership.partition_key,
-        )  # fmt: skip
+        runbook = RunBook(LocalCoordination())
+        router = TaskRouter(
+            queue, ModuleTable({"shop": module}, queue), runbook, affinity=ownership.partition_key
+        )
+        admission = Admission(Frontier(queue, None, stats), runbook, router)
         await router.seed([Task(module="shop", node="pages", account=a) for a in (*ACCOUNTS, None)])
-        await router.admit(module, [Request(f"http://127.0.0.1:9/bob/{i}", account="bob") for i in range(2)])
+        await admission.admit(
+            module, [Request(f"http://127.0.0.1:9/bob/{i}", account="bob") for i in range(2)]
+        )
 
         tasks = await queue.consume(TASKS, group="t", max_messages=10, wait=0)
         requests = await queue.consume(REQUESTS, group="r", max_messages=10, wait=0)
@@ -72,10 +77,7 @@ async def test_tasks_and_requests_of_an_account_carry_its_partition_key(tmp_path
 async def test_without_affinity_nothing_is_keyed() -> None:
     module = compile_module(shop())
     async with MemoryQueue() as queue:
-        stats = Stats()
-        router = Router(
-            queue, {"shop": module}, Frontier(queue, None, stats), RunBook(LocalCoordination()), stats
-        )
+        router = TaskRouter(queue, ModuleTable({"shop": module}, queue), RunBook(LocalCoordination()))
         await router.seed([Task(module="shop", node="pages", account=a) for a in ACCOUNTS])
         tasks = await queue.consume(TASKS, group="t", max_messages=10, wait=0)
     assert [d.key for d in tasks] == [None, None, None]
@@ -85,17 +87,11 @@ async def test_accounts_of_one_partition_share_its_lane(tmp_path: pathlib.Path) 
     assert partition_of("shop:bob") == partition_of("shop:carol")
     module = compile_module(shop())
     async with LocalControlPlane(tmp_path, member_id="node-a", sync=False) as plane, MemoryQueue() as queue:
-        stats = Stats()
         ownership = ControlPlaneOwnership(plane)
-        frontier = Frontier(queue, None, stats)
-        router = Router(
-            queue,
-            {"shop": module},
-            frontier,
-            RunBook(LocalCoordination()),
-            stats,
+        router = TaskRouter(
+            queue, ModuleTable({"shop": module}, queue), RunBook(LocalCoordination()),
             affinity=ownership.partition_key,
-        )
+        )  # fmt: skip
         await router.seed([Task(module="shop", node="pages", account=a) for a in ("bob", "carol")])
         [first] = await queue.consume(TASKS, group="t", max_messages=10, wait=0)
         assert await queue.consume(TASKS, group="t", max_messages=10, wait=0) == []  # one at a time

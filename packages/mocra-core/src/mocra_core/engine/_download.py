@@ -34,9 +34,11 @@ if TYPE_CHECKING:
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
     from ._budget import PageBudget
+    from ._fan_in import FanIn
     from ._login import LoginManager
+    from ._module_table import ModuleTable
     from ._outage import Outage
-    from ._router import Router
+    from ._runbook import RunBook
     from ._unparsed import UnparsedMarks
 
 __all__ = ("DownloadStage", "Politeness")
@@ -86,7 +88,9 @@ class DownloadStage:
     def __init__(
         self,
         queue: QueueBackend,
-        router: Router,
+        modules: ModuleTable,
+        runbook: RunBook,
+        fan_in: FanIn,
         logins: LoginManager,
         politeness: Politeness,
         chain: MiddlewareChain,
@@ -98,7 +102,9 @@ class DownloadStage:
         outage: Outage | None = None,
     ) -> None:
         self._queue = queue
-        self._router = router
+        self._modules = modules
+        self._runbook = runbook
+        self._fan_in = fan_in
         self._logins = logins
         self._limiter = politeness.limiter
         self._retry = politeness.retry
@@ -143,9 +149,9 @@ class DownloadStage:
         if self._budget is not None and self._budget.spent:
             await self._budget_spent(delivery)
             return None
-        module = self._router.find(request.node)
+        module = self._modules.find(request.node)
         if module is None:
-            await self._router.foreign(delivery, request.node)
+            await self._modules.foreign(delivery, request.node)
             return None
         try:
             prepared = await self._ready(delivery, request, module)
@@ -188,13 +194,13 @@ class DownloadStage:
 
     async def _gate_failed(self, delivery: Delivery, exc: Exception) -> None:
         request: Request = delivery.payload  # type: ignore[assignment]
-        module = self._router.find(request.node)
+        module = self._modules.find(request.node)
         assert module is not None  # it was found when the request was prepared
         await self._failed(delivery, request, module, exc)
 
     async def _ready(self, delivery: Delivery, request: Request, module: CompiledModule) -> _Prepared | None:
         """Robots.txt, middleware, login: the request ready for its domain's slot, or None once finished."""
-        if await self._router.runbook.is_stopped(request.run):
+        if await self._runbook.is_stopped(request.run):
             await self._drop(delivery, module, request, "stopped")
             return None
         if self._chain.has_download or module.login is not None:  # the queued request stays as it was
@@ -289,13 +295,13 @@ class DownloadStage:
 
     async def _drop(self, delivery: Delivery, module: CompiledModule, request: Request, why: str) -> None:
         self._stats.drop(why)
-        await self._router.unit_done(module, request.run, request.account, _node(request))
+        await self._fan_in.unit_done(module, request.run, request.account, _node(request))
         await self._queue.ack([delivery])
 
     async def _dead_letter(
         self, delivery: Delivery, module: CompiledModule, request: Request, why: str
     ) -> None:
-        await self._router.unit_done(module, request.run, request.account, _node(request))
+        await self._fan_in.unit_done(module, request.run, request.account, _node(request))
         await self._queue.dead_letter(delivery, reason=why)
 
     async def _retry_or_dead_letter(

@@ -18,9 +18,13 @@ if TYPE_CHECKING:
     from .._errors import InvalidURL
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
+    from ._admission import Admission
+    from ._fan_in import FanIn
     from ._items import ItemWriter
+    from ._module_table import ModuleTable
     from ._outage import Outage
-    from ._router import Router
+    from ._router import TaskRouter
+    from ._runbook import RunBook
 
 __all__ = ("GenerateStage",)
 
@@ -38,18 +42,37 @@ class GenerateStage:
 
     A task whose `generate` raises on a non-entry node re-injects, once per run, the request whose parse
     sent it (the fallback gate); otherwise it goes to the dead-letter queue with the traceback.
+
+    Args:
+        queue: The queue tasks come from.
+        modules: The modules this worker runs.
+        runbook: The runs' stop signals and gates.
+        admission: Queues the requests a task produced.
+        router: Queues the tasks it routed to.
+        fan_in: Told of each finished task.
+        writers: Each module's sink writer, by module name.
+        stats: The run's counters.
+        outage: The broker outage tracker, if any.
     """
 
     def __init__(
         self,
         queue: QueueBackend,
-        router: Router,
+        modules: ModuleTable,
+        runbook: RunBook,
+        admission: Admission,
+        router: TaskRouter,
+        fan_in: FanIn,
         writers: dict[str, ItemWriter],
         stats: Stats,
         outage: Outage | None = None,
     ) -> None:
         self._queue = queue
+        self._modules = modules
+        self._runbook = runbook
+        self._admission = admission
         self._router = router
+        self._fan_in = fan_in
         self._writers = writers
         self._stats = stats
         self._stopping = False
@@ -73,19 +96,19 @@ class GenerateStage:
     async def _handle(self, delivery: Delivery) -> None:
         task = delivery.payload
         assert isinstance(task, Task)
-        module = self._router.find(task.module)
+        module = self._modules.find(task.module)
         if module is None:
-            return await self._router.foreign(delivery, task.module)
-        runbook = self._router.runbook
+            return await self._modules.foreign(delivery, task.module)
+        runbook = self._runbook
         if await runbook.is_stopped(task.run):
             self._stats.drop("stopped")
-            await self._router.unit_done(module, task.run, task.account, task.node)
+            await self._fan_in.unit_done(module, task.run, task.account, task.node)
             await self._queue.ack([delivery])
             return
         ctx: TaskCtx[Any] = TaskCtx(task, f"{module.name}/{task.node}", inputs=task.inputs)
         try:
             await module.node(task.node).generate(ctx)
-            await self._router.admit(module, ctx.requests, redelivered=delivery.attempt > 1)
+            await self._admission.admit(module, ctx.requests, redelivered=delivery.attempt > 1)
             await self._router.route(
                 module, task.node, ctx.routes, run=task.run, account=task.account, origin=task.origin
             )
@@ -108,7 +131,7 @@ class GenerateStage:
             logger.warning("%s/%s: %s", task.module, task.node, message)
         if ctx.invalid:
             self._reject(task, ctx.invalid)
-        await self._router.unit_done(module, task.run, task.account, task.node)
+        await self._fan_in.unit_done(module, task.run, task.account, task.node)
         await self._queue.ack([delivery])
 
     def _reject(self, task: Task, invalid: list[InvalidURL]) -> None:
@@ -125,24 +148,24 @@ class GenerateStage:
             )  # fmt: skip
 
     async def _failed(self, delivery: Delivery, task: Task, exc: Exception) -> None:
-        module = self._router.module_of(task.module)
+        module = self._modules.module_of(task.module)
         origin = Request.from_record(task.origin) if task.origin is not None else None
         fallback = (
             task.node != module.entry
             and origin is not None
-            and await self._router.runbook.fallback_once(task.run, f"{task.node}:{origin.fingerprint.hex()}")
+            and await self._runbook.fallback_once(task.run, f"{task.node}:{origin.fingerprint.hex()}")
         )
         if fallback and origin is not None:
             logger.warning(
                 "generate of %s/%s failed (%s); re-injecting the request that led here, once: %s",
                 task.module, task.node, exc, origin.url,
             )  # fmt: skip
-            await self._router.reinject(module, origin)
+            await self._admission.reinject(module, origin)
             self._stats.retries += 1
-            await self._router.unit_done(module, task.run, task.account, task.node)
+            await self._fan_in.unit_done(module, task.run, task.account, task.node)
             await self._queue.ack([delivery])
             return
         self._stats.errors += 1
         logger.error("generate of %s/%s failed: %s", task.module, task.node, exc, exc_info=exc)
-        await self._router.unit_done(module, task.run, task.account, task.node)
+        await self._fan_in.unit_done(module, task.run, task.account, task.node)
         await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())

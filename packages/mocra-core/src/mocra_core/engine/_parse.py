@@ -23,9 +23,13 @@ if TYPE_CHECKING:
     from ..modules import CompiledModule
     from ..observe import Stats
     from ..queue import Delivery, QueueBackend
+    from ._admission import Admission
+    from ._fan_in import FanIn
     from ._items import ItemWriter
+    from ._module_table import ModuleTable
     from ._outage import Outage
-    from ._router import Router
+    from ._router import TaskRouter
+    from ._runbook import RunBook
     from ._unparsed import UnparsedMarks
 
 __all__ = ("ParseStage",)
@@ -46,12 +50,29 @@ class ParseStage:
     a callback that raises sends the response to the dead-letter queue with the traceback, and the crawl
     goes on. When a module node's parse yields nothing to continue with, the advance gate may start its
     successors.
+
+    Args:
+        queue: The queue responses come from.
+        modules: The modules this worker runs.
+        runbook: The runs' stop signals and gates.
+        admission: Queues the follow-up requests of a parse.
+        router: Queues the tasks a parse routed to (and the advance gate's).
+        fan_in: Told of each finished response.
+        writers: Each module's sink writer, by module name (names the lanes).
+        chain: The middlewares (item middleware).
+        stats: The run's counters.
+        unparsed: With direct parse, whether a redelivered request reached parse before.
+        outage: The broker outage tracker, if any.
     """
 
     def __init__(
         self,
         queue: QueueBackend,
-        router: Router,
+        modules: ModuleTable,
+        runbook: RunBook,
+        admission: Admission,
+        router: TaskRouter,
+        fan_in: FanIn,
         writers: Mapping[str, ItemWriter],
         chain: MiddlewareChain,
         stats: Stats,
@@ -59,7 +80,11 @@ class ParseStage:
         outage: Outage | None = None,
     ) -> None:
         self._queue = queue
+        self._modules = modules
+        self._runbook = runbook
+        self._admission = admission
         self._router = router
+        self._fan_in = fan_in
         self._writers = writers
         self._chain = chain
         self._stats = stats
@@ -109,13 +134,13 @@ class ParseStage:
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
         request = response.request
-        module = self._router.find(request.node)
+        module = self._modules.find(request.node)
         if module is None:
-            return await self._router.foreign(delivery, request.node)
+            return await self._modules.foreign(delivery, request.node)
         node = (request.node or "").rpartition("/")[2]
-        if await self._router.runbook.is_stopped(request.run):
+        if await self._runbook.is_stopped(request.run):
             self._stats.drop("stopped")
-            await self._router.unit_done(module, request.run, request.account, node)
+            await self._fan_in.unit_done(module, request.run, request.account, node)
             await self._queue.ack([delivery])
             return
         ctx: Ctx[Any] = Ctx(response, carry_meta=module.carry_meta)
@@ -144,7 +169,7 @@ class ParseStage:
             )  # fmt: skip
             await self._dead_letter(delivery, module, node, "".join(traceback.format_exception(exc)).strip())
             return
-        await self._router.unit_done(module, request.run, request.account, node)
+        await self._fan_in.unit_done(module, request.run, request.account, node)
         self.parsed += 1
         assert self._acker is not None
         await self._acker.ack(delivery)
@@ -169,7 +194,7 @@ class ParseStage:
 
     async def _continue(self, module: CompiledModule, node: str, ctx: Ctx[Any], *, redelivered: bool) -> None:
         request = ctx.response.request
-        await self._router.admit(module, ctx.requests, redelivered=redelivered)
+        await self._admission.admit(module, ctx.requests, redelivered=redelivered)
         origin = request.to_record() if module.graph.successors(node) or ctx.routes else None
         if ctx.routes:
             await self._router.route(
@@ -180,14 +205,14 @@ class ParseStage:
                 module, node, ctx.meta, run=request.run, account=request.account, origin=origin
             )
         if ctx.stop_reason is not None:
-            await self._router.runbook.stop(request.run, ctx.stop_reason)
+            await self._runbook.stop(request.run, ctx.stop_reason)
         for message in ctx.errors:
             self._stats.errors += 1
             logger.warning("%s: %s (%s)", request.node, message, ctx.response.url)
 
     async def _dead_letter(self, delivery: Delivery, module: CompiledModule, node: str, reason: str) -> None:
         request = delivery.payload.request  # type: ignore[attr-defined]
-        await self._router.unit_done(module, request.run, request.account, node)
+        await self._fan_in.unit_done(module, request.run, request.account, node)
         await self._queue.dead_letter(delivery, reason=reason)
 
 

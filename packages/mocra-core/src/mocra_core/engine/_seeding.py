@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from ..coordination import Coordination
     from ..modules import CompiledModule
-    from ._router import Router
+    from ._router import TaskRouter
 
 __all__ = ("all_seeded", "check_modules", "recorded_modules", "seed_once", "start_tasks")
 
@@ -77,7 +77,7 @@ def _listed(names: set[str]) -> str:
 
 
 async def seed_once(
-    modules: Mapping[str, CompiledModule], router: Router, coordination: Coordination, *, holder: str
+    modules: Mapping[str, CompiledModule], router: TaskRouter, coordination: Coordination, *, holder: str
 ) -> bool:
     """Queue each autostart module's start tasks exactly once per job, whichever worker gets there first.
 

@@ -1,7 +1,8 @@
 """The composition of a run: its local parts (downloaders, sinks) and its stages, built from opened backends.
 
 `Wiring` builds; it starts nothing (`StageRunner` runs what it built). Each stage gets only the few things
-it uses: the queue, the router, its writers or downloaders, and the run's stats and outage.
+it uses: the queue, the module table, the run book, admission of requests, the task router, the fan-in
+ledger, its writers or downloaders, and the run's stats and outage.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from typing import TYPE_CHECKING
 
 from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
 from ..schedule import CronRunner, CronSchedule
+from ._admission import Admission
 from ._backends import open_part
 from ._cron_claims import CronClaims
 from ._download import DownloadStage, Politeness
+from ._fan_in import FanIn
 from ._frontier import Frontier
 from ._generate import GenerateStage
 from ._hops import HopGuard
 from ._items import ItemWriter
 from ._login import LoginManager
+from ._module_table import ModuleTable
 from ._outage import Outage
 from ._parse import ParseStage
-from ._router import Router
+from ._router import TaskRouter
 from ._runbook import RunBook
 from ._seeding import start_tasks
 from ._unparsed import UnparsedMarks
@@ -58,7 +62,7 @@ class Stages:
     generate: GenerateStage
     download: DownloadStage
     parse: ParseStage
-    router: Router
+    router: TaskRouter
     outage: Outage
 
 
@@ -117,9 +121,9 @@ class Wiring:
         crawl = settings.crawl
         frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
-        router = Router(
-            queue, self._modules, frontier, RunBook(backends.coordination), stats, affinity=affinity
-        )
+        modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
+        router = TaskRouter(queue, modules, runbook, affinity=affinity)
+        admission, fan_in = Admission(frontier, runbook, router), FanIn(runbook, router)
         robots = (
             RobotsPolicy(downloaders["default"], user_agent=settings.download.user_agent)
             if crawl.obey_robots
@@ -138,11 +142,17 @@ class Wiring:
         )
         unparsed = UnparsedMarks(backends.coordination) if crawl.direct_parse else None
         outage = Outage(crawl.outage_timeout)
-        parse = ParseStage(queue, router, writers, self._chain, stats, unparsed, outage)
-        generate = GenerateStage(queue, router, dict(writers), stats, outage)
+        parse = ParseStage(
+            queue, modules, runbook, admission, router, fan_in, writers, self._chain, stats, unparsed, outage
+        )
+        generate = GenerateStage(
+            queue, modules, runbook, admission, router, fan_in, dict(writers), stats, outage
+        )
         download = DownloadStage(
             queue,
-            router,
+            modules,
+            runbook,
+            fan_in,
             LoginManager(dict(downloaders)),
             Politeness(
                 limiter=limiter,
@@ -160,12 +170,14 @@ class Wiring:
         )
         return Stages(generate=generate, download=download, parse=parse, router=router, outage=outage)
 
-    def crons(self, router: Router, coordination: Coordination) -> Crons:
+    def crons(self, router: TaskRouter, coordination: Coordination) -> Crons:
         """The cron schedules of the run's cron modules."""
         modules = [module for module in self._modules.values() if module.cron is not None]
         return Crons([self._cron_runner(module, router, coordination) for module in modules])
 
-    def _cron_runner(self, module: CompiledModule, router: Router, coordination: Coordination) -> CronRunner:
+    def _cron_runner(
+        self, module: CompiledModule, router: TaskRouter, coordination: Coordination
+    ) -> CronRunner:
         assert module.cron is not None
         schedule = CronSchedule(module.cron, misfire_tolerance=module.cron_misfire)
         claims = None if self._ownership is None else CronClaims(self._ownership, coordination)
