@@ -1,7 +1,9 @@
+import msgspec
 import pytest
 
 from mocra_core import InvalidURL
-from mocra_core.http import Request
+from mocra_core.engine import EngineCodec
+from mocra_core.http import Request, RequestRecord
 
 
 @pytest.mark.parametrize(
@@ -30,3 +32,48 @@ def test_invalid_urls() -> None:
     for url in ("ftp://example.com/", "https:///nohost", "https://example.com/a b", "/relative"):
         with pytest.raises(InvalidURL):
             Request(url)
+
+
+def _every_field_set() -> Request:
+    return Request(
+        "https://example.com/a", method="POST", headers={"X-A": "1"}, cookies={"c": "2"}, body=b"x",
+        meta={"m": [1, 2]}, priority=3, timeout=4.5, dont_filter=True, max_retries=6, callback="parse_b",
+        node="shop/pages", downloader="slow", depth=7, run="shop:-:1", account="alice",
+    )  # fmt: skip
+
+
+def test_the_record_fields_are_the_one_list_of_a_request_fields() -> None:
+    import inspect
+
+    fields = set(RequestRecord.__struct_fields__)
+    assert set(Request.__slots__) == fields | {"_fingerprint"}
+    assert fields - {"url"} <= set(inspect.signature(Request).parameters)
+    request = _every_field_set()
+    record = request.to_record()
+    assert record == RequestRecord(**{name: getattr(request, name) for name in fields})
+    assert all(getattr(record, name) != getattr(RequestRecord(url="u"), name) for name in fields)
+
+
+def test_a_request_comes_back_from_its_record_with_every_field_and_dicts_of_its_own() -> None:
+    request = _every_field_set()
+    wire = msgspec.msgpack.decode(msgspec.msgpack.encode(request.to_record()), type=RequestRecord)
+    for record in (request.to_record(), wire):
+        copy = Request.from_record(record)
+        assert copy.to_record() == request.to_record()
+        assert copy.fingerprint == request.fingerprint
+        copy.meta["new"] = copy.headers["new"] = copy.cookies["new"] = "x"
+        assert "new" not in request.meta and "new" not in request.headers and "new" not in request.cookies
+    assert request.replace(depth=8).to_record() == msgspec.structs.replace(request.to_record(), depth=8)
+
+
+def test_request_bytes_written_by_an_older_version_are_read() -> None:
+    # EngineCodec's bytes of Request("https://example.com/a", meta={"p": 1}, node="shop/pages", depth=2),
+    # as written to a job dir by b211278 (before `Request` was rebuilt from its record without __init__)
+    old = bytes.fromhex(
+        "71dc0010b568747470733a2f2f6578616d706c652e636f6d2f61a34745548080c081a1700100c0c2c0c0aa73686f702f70"
+        "61676573c002c0c0"
+    )
+    request = EngineCodec().decode(old)
+    assert isinstance(request, Request)
+    got = (request.url, request.method, request.meta, request.node, request.depth)
+    assert got == ("https://example.com/a", "GET", {"p": 1}, "shop/pages", 2)

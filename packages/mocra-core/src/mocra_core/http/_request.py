@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -49,7 +50,11 @@ def _add_params(url: str, params: Params) -> str:
 
 
 class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
-    """The wire and disk form of a `Request` (msgpack); fields are only ever appended, with defaults."""
+    """The wire and disk form of a `Request` (msgpack); fields are only ever appended, with defaults.
+
+    Its fields are the one list of a request's fields: `Request`'s slots, `to_record`, `from_record` and
+    `replace` follow it; a field added here is added to `Request.__init__` too (a test checks).
+    """
 
     url: str
     method: str = "GET"
@@ -67,6 +72,10 @@ class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     depth: int = 0
     run: str | None = None
     account: str | None = None
+
+
+_FIELDS = RequestRecord.__struct_fields__
+_VALUES = operator.attrgetter(*_FIELDS)  # a request's values in the record's field order
 
 
 class Request:
@@ -108,25 +117,7 @@ class Request:
         {'Content-Type': 'application/json'}
     """
 
-    __slots__ = (
-        "_fingerprint",
-        "body",
-        "callback",
-        "cookies",
-        "account",
-        "depth",
-        "run",
-        "dont_filter",
-        "downloader",
-        "headers",
-        "max_retries",
-        "meta",
-        "method",
-        "node",
-        "priority",
-        "timeout",
-        "url",
-    )
+    __slots__ = ("_fingerprint", *RequestRecord.__struct_fields__)  # the record's fields: one list
 
     def __init__(
         self,
@@ -187,8 +178,7 @@ class Request:
             >>> Request("https://example.com/a").replace(url="https://example.com/b").url
             'https://example.com/b'
         """
-        record = self.to_record()
-        values = {f: getattr(record, f) for f in record.__struct_fields__}
+        values = dict(zip(_FIELDS, _VALUES(self), strict=True))
         if ("json" in changes or "form" in changes) and "body" not in changes:
             values["body"] = None  # the new payload replaces the old body and its content type
             if "headers" not in changes:
@@ -209,47 +199,20 @@ class Request:
         return self._fingerprint
 
     def to_record(self) -> RequestRecord:
-        """The serialisable form of this request."""
-        return RequestRecord(
-            url=self.url,
-            method=self.method,
-            headers=self.headers,
-            cookies=self.cookies,
-            body=self.body,
-            meta=self.meta,
-            priority=self.priority,
-            timeout=self.timeout,
-            dont_filter=self.dont_filter,
-            max_retries=self.max_retries,
-            callback=self.callback,
-            node=self.node,
-            downloader=self.downloader,
-            depth=self.depth,
-            run=self.run,
-            account=self.account,
-        )
+        """The serialisable form of this request (it shares the request's dicts)."""
+        return RequestRecord(*_VALUES(self))
 
     @classmethod
     def from_record(cls, record: RequestRecord) -> Request:
-        """Rebuild a request from its serialisable form."""
-        return cls(
-            record.url,
-            method=record.method,
-            headers=record.headers,
-            cookies=record.cookies,
-            body=record.body,
-            meta=record.meta,
-            priority=record.priority,
-            timeout=record.timeout,
-            dont_filter=record.dont_filter,
-            max_retries=record.max_retries,
-            callback=record.callback,
-            node=record.node,
-            downloader=record.downloader,
-            depth=record.depth,
-            run=record.run,
-            account=record.account,
-        )
+        """Rebuild a request from its serialisable form (made by `to_record`, so not checked again)."""
+        request = object.__new__(cls)
+        for name, value in zip(_FIELDS, msgspec.structs.astuple(record), strict=True):
+            setattr(request, name, value)
+        request.headers = dict(record.headers)  # the record may share them with another request
+        request.cookies = dict(record.cookies)
+        request.meta = dict(record.meta)
+        request._fingerprint = None
+        return request
 
     def __repr__(self) -> str:
         return f"<Request {self.method} {self.url}>"
