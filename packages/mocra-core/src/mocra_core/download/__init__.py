@@ -6,7 +6,8 @@ Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down
 `mocra_core.backends` and are imported on first use), `ShareLimiter` (a cluster without a gate: each
 node keeps to its share of the limits) and `RobotsPolicy` (robots.txt); `RetryPolicy` decides whether
 and when a failed download is tried again. A `HopCheckingDownloader` (as `HttpxDownloader`) lets the
-engine check each redirect `Hop` first.
+engine check each redirect `Hop` first. `try_acquire` takes a domain's slot without waiting (a `Permit`),
+as any `DomainAdmission` does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ._gate import DomainGate, Ticket
 from ._gate_limiter import GatedLimiter
 from ._httpx import HttpxDownloader, HttpxSession
 from ._limiter import DomainLimiter, DomainState, domain_of
+from ._permit import DomainAdmission, Permit
 from ._protocol import Downloader, Hop, HopCheck, HopCheckingDownloader, checks_hops
 from ._retry import RetryPolicy, RetrySettings, parse_retry_after
 from ._robots import RobotsPolicy, origin_of
@@ -33,6 +35,7 @@ __all__ = (
     "ACCEPT_ENCODING",
     "DEFAULT_HEADERS",
     "BodyDecoder",
+    "DomainAdmission",
     "DomainGate",
     "DomainLimiter",
     "DomainState",
@@ -45,6 +48,7 @@ __all__ = (
     "HttpxDownloader",
     "HttpxSession",
     "LmdbDomainGate",
+    "Permit",
     "RedisDomainGate",
     "RetryPolicy",
     "RetrySettings",
