@@ -263,13 +263,12 @@ async def test_survivors_own_every_partition_once_after_a_sigkill(tmp_path: path
         victim.kill()
         killed = time.monotonic()
         with anyio.fail_after(liveness.member_ttl + 5):
-            while True:
+            while True:  # as above: a survivor may briefly see the other as gone too (then it owns all)
                 shares = [await node.call("owned_partitions") for node in survivors]
-                if sorted(p for share in shares for p in share) == list(range(PARTITIONS)):
+                if sorted(p for share in shares for p in share) == list(range(PARTITIONS)) and all(shares):
                     break
                 await anyio.sleep(0.1)
         moved_after = time.monotonic() - killed
-        assert all(shares)
         assert moved_after >= liveness.member_ttl - 0.5  # not before the TTL
         for node in survivors:
             assert sorted(await node.call("live_members")) == ["n1", "n2"]
