@@ -22,28 +22,26 @@ from typing import Any
 import msgspec
 
 from mocra_core.engine import EngineCodec
-from mocra_core.http import Request
+from mocra_core.http import Request, RequestRecord
 
-_USER = ("url", "method", "headers", "cookies", "body", "meta", "priority", "timeout", "dont_filter",
-         "max_retries", "callback", "downloader")  # fmt: skip
 _ROUTE = ("node", "depth", "run", "account")
 
 
-class UserRecord(msgspec.Struct, array_like=True, omit_defaults=True):
-    """What the user set on a request (the envelope variant's request)."""
+def _user_field(field: msgspec.structs.FieldInfo) -> tuple[Any, ...]:
+    if field.default is not msgspec.NODEFAULT:
+        return (field.name, field.type, field.default)
+    if field.default_factory is not msgspec.NODEFAULT:
+        return (field.name, field.type, msgspec.field(default_factory=field.default_factory))
+    return (field.name, field.type)
 
-    url: str
-    method: str = "GET"
-    headers: dict[str, str] = {}
-    cookies: dict[str, str] = {}
-    body: bytes | None = None
-    meta: dict[str, Any] = {}
-    priority: int = 0
-    timeout: float | None = None
-    dont_filter: bool = False
-    max_retries: int | None = None
-    callback: str | None = None
-    downloader: str | None = None
+
+# what the user set on a request (the envelope variant's request): RequestRecord's fields but the route's
+UserRecord = msgspec.defstruct(
+    "UserRecord",
+    [_user_field(f) for f in msgspec.structs.fields(RequestRecord) if f.name not in _ROUTE],
+    array_like=True,
+    omit_defaults=True,
+)
 
 
 class Route(msgspec.Struct, array_like=True, omit_defaults=True, frozen=True):
@@ -62,6 +60,7 @@ class Envelope(msgspec.Struct, array_like=True):
     route: Route
 
 
+_USER = tuple(f.name for f in msgspec.structs.fields(UserRecord))
 _USER_VALUES = operator.attrgetter(*_USER)
 _ROUTE_VALUES = operator.attrgetter(*_ROUTE)
 
