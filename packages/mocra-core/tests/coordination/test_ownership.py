@@ -10,7 +10,7 @@ import pytest
 
 from mocra_cluster import Liveness, LocalControlPlane, owner, partition_of
 from mocra_core.coordination import ControlPlaneOwnership, LocalCoordination, SingleNodeOwnership
-from mocra_core.engine._cron_claims import CronClaims, owner_key
+from mocra_core.engine.generate._cron_claims import CronClaims, owner_key
 from mocra_core.modules import Task
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from mocra_core import BackendUnavailable
-from mocra_core.engine._acker import Acker
+from mocra_core.engine.parse._acker import Acker
 from mocra_core.queue import MemoryQueue
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import pytest
 
 from mocra_core import MocraBuilder, on_item
 from mocra_core.engine._feeder import Feeder
-from mocra_core.engine._lanes import ParseLanes
+from mocra_core.engine.parse._lanes import ParseLanes
 from mocra_core.http import Response
 from mocra_core.modules import Ctx
 from mocra_core.queue import Delivery, MemoryQueue

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mocra_core.download import DomainLimiter, GatedLimiter, LmdbDomainGate
-from mocra_core.engine._domain_feeder import DomainFeeder, DownloadSteps
+from mocra_core.engine.download._domain_feeder import DomainFeeder, DownloadSteps
 from mocra_core.queue import Delivery, MemoryQueue
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import pytest
 
 from mocra_core.download import DomainLimiter
 from mocra_core.download._permit import Permit
-from mocra_core.engine._domain_queues import DomainQueues, Parked
+from mocra_core.engine.download._domain_queues import DomainQueues, Parked
 from mocra_core.queue import Delivery
 
 pytestmark = pytest.mark.anyio

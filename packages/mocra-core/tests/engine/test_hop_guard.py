@@ -10,7 +10,7 @@ import pytest
 from mocra_core import HopRefused, Mocra, MocraBuilder, Request, on_item
 from mocra_core.dedup import MemorySeenSet, RedisSeenSet
 from mocra_core.download import HttpxDownloader, checks_hops
-from mocra_core.engine._hops import HopGuard
+from mocra_core.engine.download._hops import HopGuard
 from mocra_core.modules import compile_module
 from mocra_core.testing import LocalServer
 

@@ -10,7 +10,7 @@ import pytest
 from mocra_core import ConfigError, Ctx, MocraBuilder, Request, Response, Spider, on_item
 from mocra_core.coordination import LocalCoordination
 from mocra_core.engine import BackendPlan
-from mocra_core.engine._seeding import check_modules
+from mocra_core.engine.generate._seeding import check_modules
 from mocra_core.testing import LocalServer, ServerResponse
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from mocra_core import CsvSink, JsonlSink, MocraBuilder, Response, Spider
 from mocra_core.config import SinkSettings
-from mocra_core.engine._items import ItemWriter, SinkWriteFailed
+from mocra_core.engine.parse._items import ItemWriter, SinkWriteFailed
 from mocra_core.middleware import MiddlewareChain
 from mocra_core.modules import Ctx
 from mocra_core.observe import Stats

@@ -11,7 +11,7 @@ from ._job_counts import read_job_counts
 from ._jobdir import JobDir
 from ._lifecycle import State, StateChange
 from ._plan import Backend, BackendPlan, QueueView
-from ._seeding import recorded_modules
+from .generate import recorded_modules
 
 __all__ = (
     "Backend",

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from ..topics import run_topics
-from ._seeding import all_seeded
 from ._transient import TRANSIENT
+from .generate import all_seeded
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

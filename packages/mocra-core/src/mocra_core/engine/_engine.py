@@ -28,10 +28,10 @@ from ._job_counts import job_counts
 from ._lifecycle import ENGINE, FINAL, Lifecycle, describe_error
 from ._outcome import why_nothing_crawled
 from ._plan import BackendPlan, job_name
-from ._seeding import check_modules, seed_once
 from ._stage_runner import Background, Progress, StageRunner, report_progress
 from ._transient import TRANSIENT
 from ._wiring import STAGES, Wiring, open_downloaders, open_writers
+from .generate import check_modules, seed_once
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from ..sinks import DataSink
     from ._backends import Backends
     from ._budget import PageBudget
-    from ._items import ItemWriter
     from ._lifecycle import State, StateChange
     from ._wiring import Crons, Stages
+    from .parse import ItemWriter
 
 __all__ = ("CrawlResult", "Engine", "Failure", "Progress", "describe_dead_letter")
 

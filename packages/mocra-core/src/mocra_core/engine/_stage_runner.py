@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from ..observe import Stats
     from ._activity import ActivityQueue
     from ._end import EndCheck, StopReason
-    from ._items import ItemWriter
     from ._job_counts import JobCounts
     from ._lifecycle import Lifecycle
     from ._outage import Outage
     from ._wiring import Crons, Stages
+    from .parse import ItemWriter
 
 __all__ = ("Background", "Progress", "StageRunner", "report_progress")
 

@@ -16,21 +16,16 @@ from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy
 from ..schedule import CronRunner, CronSchedule
 from ._admission import Admission
 from ._backends import open_part
-from ._cron_claims import CronClaims
-from ._download import DownloadStage, Politeness
 from ._fan_in import FanIn
 from ._frontier import Frontier
-from ._generate import GenerateStage
-from ._hops import HopGuard
-from ._items import ItemWriter
-from ._login import LoginManager
 from ._module_table import ModuleTable
 from ._outage import Outage
-from ._parse import ParseStage
 from ._router import TaskRouter
 from ._runbook import RunBook
-from ._seeding import start_tasks
 from ._unparsed import UnparsedMarks
+from .download import DownloadStage, HopGuard, LoginManager, Politeness
+from .generate import CronClaims, GenerateStage, start_tasks
+from .parse import ItemWriter, ParseStage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping

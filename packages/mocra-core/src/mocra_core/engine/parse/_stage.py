@@ -8,29 +8,29 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..modules import Ctx
-from ..topics import is_response_topic
+from ...modules import Ctx
+from ...topics import is_response_topic
+from .._transient import TRANSIENT, retry_later
 from ._acker import Acker
 from ._items import SinkWriteFailed
 from ._lanes import ParseLanes
-from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from ..http import Response
-    from ..middleware import MiddlewareChain
-    from ..modules import CompiledModule
-    from ..observe import Stats
-    from ..queue import Delivery, QueueBackend
-    from ._admission import Admission
-    from ._fan_in import FanIn
+    from ...http import Response
+    from ...middleware import MiddlewareChain
+    from ...modules import CompiledModule
+    from ...observe import Stats
+    from ...queue import Delivery, QueueBackend
+    from .._admission import Admission
+    from .._fan_in import FanIn
+    from .._module_table import ModuleTable
+    from .._outage import Outage
+    from .._router import TaskRouter
+    from .._runbook import RunBook
+    from .._unparsed import UnparsedMarks
     from ._items import ItemWriter
-    from ._module_table import ModuleTable
-    from ._outage import Outage
-    from ._router import TaskRouter
-    from ._runbook import RunBook
-    from ._unparsed import UnparsedMarks
 
 __all__ = ("ParseStage",)
 

@@ -30,13 +30,13 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ..download._gate_limiter import POLL_MAX, POLL_MIN
+from ...download._gate_limiter import POLL_MAX, POLL_MIN
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..download._permit import DomainAdmission, Permit
-    from ..queue import Delivery
+    from ...download._permit import DomainAdmission, Permit
+    from ...queue import Delivery
 
 __all__ = ("DomainQueues", "Parked")
 

@@ -8,23 +8,23 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..http import Request
-from ..modules import Task, TaskCtx
-from ..topics import TASKS
-from ._feeder import Feeder
-from ._transient import TRANSIENT, retry_later
+from ...http import Request
+from ...modules import Task, TaskCtx
+from ...topics import TASKS
+from .._feeder import Feeder
+from .._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
-    from .._errors import InvalidURL
-    from ..observe import Stats
-    from ..queue import Delivery, QueueBackend
-    from ._admission import Admission
-    from ._fan_in import FanIn
-    from ._items import ItemWriter
-    from ._module_table import ModuleTable
-    from ._outage import Outage
-    from ._router import TaskRouter
-    from ._runbook import RunBook
+    from ..._errors import InvalidURL
+    from ...observe import Stats
+    from ...queue import Delivery, QueueBackend
+    from .._admission import Admission
+    from .._fan_in import FanIn
+    from .._module_table import ModuleTable
+    from .._outage import Outage
+    from .._router import TaskRouter
+    from .._runbook import RunBook
+    from ..parse import ItemWriter
 
 __all__ = ("GenerateStage",)
 

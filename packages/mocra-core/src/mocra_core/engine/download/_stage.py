@@ -16,30 +16,30 @@ from urllib.parse import urlsplit
 import anyio
 import msgspec
 
-from .._errors import DownloadError, HopRefused
-from ..modules import LoginFailed
-from ..topics import REQUESTS, response_topic
+from ..._errors import DownloadError, HopRefused
+from ...modules import LoginFailed
+from ...topics import REQUESTS, response_topic
+from .._transient import TRANSIENT, retry_later
 from ._domain_feeder import DomainFeeder, DownloadSteps
 from ._hops import HopGuard
-from ._transient import TRANSIENT, retry_later
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from ..download import DomainLimiter, Downloader, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
-    from ..download._permit import Permit
-    from ..http import Request, Response
-    from ..middleware import MiddlewareChain
-    from ..modules import CompiledModule
-    from ..observe import Stats
-    from ..queue import Delivery, QueueBackend
-    from ._budget import PageBudget
-    from ._fan_in import FanIn
+    from ...download import DomainLimiter, Downloader, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
+    from ...download._permit import Permit
+    from ...http import Request, Response
+    from ...middleware import MiddlewareChain
+    from ...modules import CompiledModule
+    from ...observe import Stats
+    from ...queue import Delivery, QueueBackend
+    from .._budget import PageBudget
+    from .._fan_in import FanIn
+    from .._module_table import ModuleTable
+    from .._outage import Outage
+    from .._runbook import RunBook
+    from .._unparsed import UnparsedMarks
     from ._login import LoginManager
-    from ._module_table import ModuleTable
-    from ._outage import Outage
-    from ._runbook import RunBook
-    from ._unparsed import UnparsedMarks
 
 __all__ = ("DownloadStage", "Politeness")
 

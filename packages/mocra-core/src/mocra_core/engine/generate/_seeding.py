@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .._errors import ConfigError
-from ..modules import Task
+from ..._errors import ConfigError
+from ...modules import Task
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..coordination import Coordination
-    from ..modules import CompiledModule
-    from ._router import TaskRouter
+    from ...coordination import Coordination
+    from ...modules import CompiledModule
+    from .._router import TaskRouter
 
 __all__ = ("all_seeded", "check_modules", "recorded_modules", "seed_once", "start_tasks")
 

@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 
+from .._transient import TRANSIENT
 from ._domain_queues import DomainQueues, Parked
-from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from ..download._permit import DomainAdmission, Permit
-    from ..queue import Delivery, QueueBackend
-    from ._outage import Outage
+    from ...download._permit import DomainAdmission, Permit
+    from ...queue import Delivery, QueueBackend
+    from .._outage import Outage
 
 __all__ = ("DISCOVERY_MAX", "PARK_PER_WORKER", "DomainFeeder", "DownloadSteps")
 

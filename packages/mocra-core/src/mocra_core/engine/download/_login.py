@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..modules import Login, LoginFailed, LoginSession
+from ...modules import Login, LoginFailed, LoginSession
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..download import Downloader
-    from ..http import Request
-    from ..modules import Account, CompiledModule
+    from ...download import Downloader
+    from ...http import Request
+    from ...modules import Account, CompiledModule
 
 __all__ = ("LoginManager",)
 

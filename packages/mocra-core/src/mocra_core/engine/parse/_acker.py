@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._transient import TRANSIENT
+from .._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
-    from ..queue import Delivery, QueueBackend
-    from ._outage import Outage
+    from ...queue import Delivery, QueueBackend
+    from .._outage import Outage
 
 __all__ = ("Acker",)
 

@@ -6,13 +6,13 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING
 
-from ..coordination import MAX_KEY_BYTES
+from ...coordination import MAX_KEY_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..coordination import Coordination, Ownership
-    from ..modules import Task
+    from ...coordination import Coordination, Ownership
+    from ...modules import Task
 
 __all__ = ("MARKER_GRACE", "CronClaims", "owner_key")
 

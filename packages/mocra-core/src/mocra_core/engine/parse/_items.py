@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
-from .._errors import MocraError
+from ..._errors import MocraError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..config import SinkSettings
-    from ..middleware import MiddlewareChain
-    from ..observe import Stats
-    from ..sinks import DataSink
+    from ...config import SinkSettings
+    from ...middleware import MiddlewareChain
+    from ...observe import Stats
+    from ...sinks import DataSink
 
 __all__ = ("ItemWriter", "SinkWriteFailed")
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, cast
 
-from .._errors import HopRefused
-from ..download._protocol import Hop, checks_hops
-from ..http._url import fingerprint
-from ._frontier import seen_key, seen_scope
+from ..._errors import HopRefused
+from ...download._protocol import Hop, checks_hops
+from ...http._url import fingerprint
+from .._frontier import seen_key, seen_scope
 
 if TYPE_CHECKING:
-    from ..dedup import SeenSet
-    from ..download import Downloader, RobotsPolicy
-    from ..download._protocol import HopCheckingDownloader
-    from ..http import Request, Response
-    from ..modules import CompiledModule
+    from ...dedup import SeenSet
+    from ...download import Downloader, RobotsPolicy
+    from ...download._protocol import HopCheckingDownloader
+    from ...http import Request, Response
+    from ...modules import CompiledModule
 
 __all__ = ("HopGuard",)
 

@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..topics import RESPONSES, response_topic
-from ._feeder import Feeder
-from ._transient import TRANSIENT
+from ...topics import RESPONSES, response_topic
+from .._feeder import Feeder
+from .._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
-    from ..queue import Delivery, QueueBackend
-    from ._outage import Outage
+    from ...queue import Delivery, QueueBackend
+    from .._outage import Outage
 
 __all__ = ("LEGACY_POLL", "ParseLanes")
 

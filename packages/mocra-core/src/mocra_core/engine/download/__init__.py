@@ -1,0 +1,13 @@
+"""The download stage: lease requests whose domain can start now, fetch them, hand responses on.
+
+`DownloadStage` (`_stage.py`) prepares, fetches, retries or hands on; `DomainFeeder` and `DomainQueues` lease
+without head-of-line blocking; `HopGuard` admits each redirect hop; `LoginManager` logs accounts in.
+"""
+
+from __future__ import annotations
+
+from ._hops import HopGuard
+from ._login import LoginManager
+from ._stage import DownloadStage, Politeness
+
+__all__ = ("DownloadStage", "HopGuard", "LoginManager", "Politeness")
