@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Literal, get_args
 
 from .._errors import ConfigError
-from ._host import DomainSet, Origin, origin_of, registrable_domain
+from ._host import DomainSet, origin_of, registrable_domain
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -15,6 +16,7 @@ __all__ = ("Scope", "ScopeStrategy")
 ScopeStrategy = Literal["all", "same-hostname", "same-domain", "same-origin"]
 _STRATEGIES: tuple[str, ...] = get_args(ScopeStrategy)
 _WEB = frozenset(("http", "https"))
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#\\]*").match
 
 
 class Scope:
@@ -66,19 +68,27 @@ class Scope:
         self.strategy: ScopeStrategy = strategy
         self.allowed_domains: frozenset[str] = domains.domains
         self._domains = domains
-        self._keys: dict[Origin, object] = {}
+        self._keys: dict[str, object] = {}
 
     def __repr__(self) -> str:
         domains = f", allowed_domains={sorted(self.allowed_domains)!r}" if self.allowed_domains else ""
         return f"Scope({self.strategy!r}{domains})"
 
-    def _key(self, origin: Origin) -> object:
+    def _key(self, url: str) -> object:
+        """The strategy's key of `url` (`None`: no host, or not http(s)), cached per scheme and authority."""
+        match = _AUTHORITY(url)
+        if match is None:
+            return None
+        authority = match.group(0)
         try:
-            return self._keys[origin]
+            return self._keys[authority]
         except KeyError:
             pass
+        origin = origin_of(authority)
         key: object
-        if self.strategy == "same-hostname":
+        if origin is None or origin.scheme not in _WEB:
+            key = None
+        elif self.strategy == "same-hostname":
             key = origin.host
         elif self.strategy == "same-domain":
             key = registrable_domain(origin.host)
@@ -86,7 +96,7 @@ class Scope:
             key = origin
         if len(self._keys) >= 20_000:
             self._keys.clear()
-        self._keys[origin] = key
+        self._keys[authority] = key
         return key
 
     def allows(self, url: str, *, origin: str | None = None) -> bool:
@@ -110,12 +120,15 @@ class Scope:
             >>> Scope("same-origin").allows("https://example.com/", origin="http://example.com/")
             False
         """
-        target = origin_of(url)
-        if target is None or target.scheme not in _WEB:
-            return False
-        if self._domains and not self._domains.contains(target.host):
-            return False
         if origin is None or self.strategy == "all":
-            return True
-        source = origin_of(origin)
-        return source is not None and self._key(target) == self._key(source)
+            target = origin_of(url)
+            if target is None or target.scheme not in _WEB:
+                return False
+            return not self._domains or self._domains.contains(target.host)
+        key = self._key(url)
+        if key is None or key != self._key(origin):
+            return False
+        if self._domains:
+            target = origin_of(url)
+            return target is not None and self._domains.contains(target.host)
+        return True
