@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._handoff import Handoff
+from ._lease_return import LeaseReturn
 from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class Feeder:
         self._halted = False
         self._consuming: anyio.CancelScope | None = None
         self._handoff: Handoff[Delivery] | None = None  # while feeding
+        self._return = LeaseReturn(queue, topic)
         self._unstarted: dict[int, Delivery] = {}  # leased, not yet taken by a worker
 
     def halt(self) -> None:
@@ -114,14 +116,8 @@ class Feeder:
                     self._handoff = None
                     handoff.close()
         finally:
-            if self._unstarted:
-                left, self._unstarted = list(self._unstarted.values()), {}
-                with anyio.move_on_after(5, shield=True):
-                    for delivery in left:
-                        try:
-                            await self._queue.nack(delivery, delay=0, reason="worker cancelled")
-                        except TRANSIENT:  # the broker is out of reach: the leases expire instead
-                            break
+            left, self._unstarted = list(self._unstarted.values()), {}
+            await self._return.send_all(left, "worker cancelled")
 
     async def _feed(self, handoff: Handoff[Delivery]) -> None:
         while not self._halted:

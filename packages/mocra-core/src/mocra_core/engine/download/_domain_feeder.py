@@ -7,18 +7,15 @@ is taken, round-robin over domains, as soon as its domain can start it: a slot g
 domain, a timer a spaced or polled one. With a job-wide gate (`GatedLimiter`) a refused ticket parks the
 request again; a start the gate reserved for later parks it with its ticket until then.
 
-Leasing: the feeder asks for as many requests as workers are idle, and only while nothing parked can start,
-so it reaches a fast domain's requests queued behind a slow one's. Past the caps the surplus goes back to
-the queue with a delay; once more than the parking's capacity was leased without finding a domain able to
-start, each further lease waits a pause (doubling, up to `DISCOVERY_MAX`) — so a crawl of one busy domain
-does not churn its queue — except to keep busy domains fed (`DomainQueues.hungry`). Only a start of a
-domain that parks nothing counts as found work.
+Leasing: how much and when is `LeasePace`'s decision (`_lease_pace.py`); past the caps the surplus goes
+back to the queue with a delay.
 
 Handing back keeps the retry budget: a request on its first attempt is published again with the delay,
 then acked (publish first: a crash in between duplicates it, never loses it); a retried one is nacked with
 the delay (the attempt it costs is the price of not losing its count). On stop, halt or cancellation every
 request still parked or unprepared goes back at once the same way: a first attempt comes back as a first
-attempt, which the parse stage does not take for a redelivery that may have been parsed already.
+attempt, which the parse stage does not take for a redelivery that may have been parsed already
+(`LeaseReturn`, `engine/_lease_return.py`).
 """
 
 from __future__ import annotations
@@ -32,8 +29,11 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 
+from .._lease_return import LeaseReturn
 from .._transient import TRANSIENT
 from ._domain_queues import DomainQueues, Parked
+from ._idle_workers import IdleWorkers
+from ._lease_pace import DISCOVERY_MAX, LeasePace
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -52,10 +52,6 @@ PARK_PER_WORKER = 4
 """Requests parked at most per download worker (a domain: at most half of them)."""
 HORIZON = 10.0
 """Seconds: a domain whose next start is further away sends its requests back to the queue."""
-DISCOVERY_MIN = 0.005
-"""Seconds before a lease that follows one that found only busy domains; doubles each time."""
-DISCOVERY_MAX = 1.0
-"""Cap on that pause (seconds)."""
 _RESERVED_SLEEP = 0.005  # a start reserved sooner than this is slept for by the worker, not parked
 _GO, _HELD, _DONE = range(3)  # what `_admit` decided: fetch now, parked with its permit, nothing to do
 
@@ -119,21 +115,17 @@ class DomainFeeder(Generic[T]):
         self._changed = anyio.Event()  # something the lease decision depends on changed
         self._timer_event = anyio.Event()
         self._timer_at = math.inf
-        self._waiters: deque[anyio.Event] = deque()
-        self._waiting = 0
+        self._idle = IdleWorkers(on_wait=lambda: self._changed.set())
         self._new: deque[Delivery] = deque()  # leased, not yet prepared
-        self._returning: dict[int, Delivery] = {}  # being handed back right now
-        self._scanned = 0  # requests leased since one could start at once
-        self._last_size = 0  # requests of the last lease
-        self._streak = 0  # leases since more than `total_cap` were scanned in vain: the pause doubles
-        self._last_lease = -math.inf
+        self._pace = LeasePace(clock)
+        self._return: LeaseReturn | None = None  # while running
         self._queues: DomainQueues[T] | None = None
 
     def stop(self) -> None:
         """Lease nothing more; workers return after their current request; the parked ones go back."""
         self._stopping = True
         self._changed.set()
-        self._wake(len(self._waiters))
+        self._idle.wake_all()
 
     def halt(self) -> None:
         """`stop`, and cancel a `consume` in progress (it leases nothing)."""
@@ -154,31 +146,33 @@ class DomainFeeder(Generic[T]):
             clock=self._clock,
         )
         queues.on_timer = self._on_timer
+        self._return = LeaseReturn(self._queue, self._topic, nack=steps.hand_back, republish_first=True)
         try:
             async with anyio.create_task_group() as tg:
                 for index in range(workers):
                     tg.start_soon(self._work, steps, name=f"{self._group}-{index}")
-                tg.start_soon(self._timers, steps, name=f"{self._group}-timers")
+                tg.start_soon(self._timers, name=f"{self._group}-timers")
                 try:
-                    await self._feed(steps)
+                    await self._feed()
                 finally:
                     self._closed = True  # workers return after their current request, the timers at once
-                    self._wake(len(self._waiters))
+                    self._idle.wake_all()
                     self._timer_event.set()
         finally:
-            await self._give_all_back(queues, steps)
+            await self._give_all_back(queues)
 
     # ------------------------------------------------------------------ leasing
 
-    async def _feed(self, steps: DownloadSteps[T]) -> None:
+    async def _feed(self) -> None:
+        queues = self._queues_()
         while not self._stopping:
-            want, until = self._want(self._queues_())
+            want, until = self._pace.want(queues, waiting=self._idle.waiting, unprepared=bool(self._new))
             if want <= 0:
                 self._changed = anyio.Event()
                 with anyio.move_on_after(max(0.0, until - self._clock())):
                     await self._changed.wait()
-                if self._queues_().returns:
-                    await self._flush(steps)
+                if queues.returns:
+                    await self._flush()
                 continue
             deliveries: Sequence[Delivery] = ()
             with anyio.CancelScope() as self._consuming:
@@ -195,50 +189,15 @@ class DomainFeeder(Generic[T]):
                 if self._halted or self._stopping or (self._outage is not None and self._outage.over):
                     return
                 continue
-            self._leased(len(deliveries))
+            self._pace.leased(queues, len(deliveries))
             self._new.extend(deliveries)
-            self._wake(len(deliveries))
-
-    def _want(self, queues: DomainQueues[T]) -> tuple[int, float]:
-        """How many requests to lease now, or 0 and until when (at the latest) to wait for a change."""
-        if self._new:
-            return 0, math.inf
-        room = queues.total_cap - queues.parked
-        if not self._waiting:  # every worker busy: one in reserve, as `Feeder` holds
-            return (1 if room > 0 and not queues.has_ready() else 0), math.inf
-        if not queues.parked:
-            return self._waiting, math.inf
-        hungry = queues.hungry()
-        if hungry:
-            return max(1, min(room, hungry)), math.inf
-        if self._streak:
-            resume = self._last_lease + min(DISCOVERY_MAX, DISCOVERY_MIN * 2 ** (self._streak - 1))
-            if self._clock() < resume:
-                return 0, resume
-        if room < self._waiting:
-            queues.evict(self._waiting - room)
-            if queues.returns:  # the feeder sends them back, then decides again
-                return 0, self._clock()
-        return max(1, min(self._waiting, queues.total_cap - queues.parked)), math.inf
-
-    def _leased(self, size: int) -> None:
-        """Count the requests leased in vain: past `total_cap` of them, leases pause (see `_want`)."""
-        queues = self._queues_()
-        if queues.fruitful or not queues.parked:
-            self._scanned = self._streak = 0
-        else:
-            self._scanned += self._last_size
-            if self._scanned > queues.total_cap:
-                self._streak += 1
-        queues.fruitful = False
-        self._last_size = size
-        self._last_lease = self._clock()
+            self._idle.wake(len(deliveries))
 
     # ------------------------------------------------------------------ workers
 
     async def _work(self, steps: DownloadSteps[T]) -> None:
         while True:
-            item = await self._next(steps)
+            item = await self._next()
             if item is None:
                 return
             try:
@@ -251,7 +210,7 @@ class DomainFeeder(Generic[T]):
                     raise
                 self._outage.failed(exc, f"handling a {self._topic!r} message")
 
-    async def _next(self, steps: DownloadSteps[T]) -> tuple[Parked[T], Permit] | Delivery | None:
+    async def _next(self) -> tuple[Parked[T], Permit] | Delivery | None:
         """A parked request its domain can start now, else an unprepared one; None once closed."""
         queues = self._queues_()
         while not self._closed and not self._stopping:
@@ -259,7 +218,7 @@ class DomainFeeder(Generic[T]):
             if queues.returns:
                 if ready is not None:  # not lost if cancelled while handing the others back
                     queues.reserve(ready[0], ready[1], 0.0)
-                await self._flush(steps)
+                await self._flush()
                 continue
             if ready is not None:
                 self._changed.set()
@@ -269,20 +228,7 @@ class DomainFeeder(Generic[T]):
                 if not self._new:
                     self._changed.set()
                 return delivery
-            event = anyio.Event()
-            self._waiters.append(event)
-            self._waiting += 1
-            self._changed.set()
-            try:
-                await event.wait()
-            except BaseException:
-                if event.is_set():
-                    self._wake(1)  # pass the wake-up on
-                else:
-                    self._waiters.remove(event)
-                raise
-            finally:
-                self._waiting -= 1
+            await self._idle.wait()
         return None
 
     async def _prepare(self, steps: DownloadSteps[T], delivery: Delivery) -> None:
@@ -295,7 +241,7 @@ class DomainFeeder(Generic[T]):
         permit = queues.offer(entry)
         if permit is None:
             if queues.returns:
-                await self._flush(steps)
+                await self._flush()
             return
         await self._start(steps, entry, permit)
 
@@ -343,19 +289,14 @@ class DomainFeeder(Generic[T]):
 
     def _released(self, permit: Permit) -> None:
         if self._queues is not None and self._queues.released(permit):
-            self._wake(1)
+            self._idle.wake(1)
             self._changed.set()
-
-    def _wake(self, count: int) -> None:
-        while count > 0 and self._waiters:
-            self._waiters.popleft().set()
-            count -= 1
 
     def _on_timer(self, at: float) -> None:
         if at < self._timer_at:
             self._timer_event.set()
 
-    async def _timers(self, steps: DownloadSteps[T]) -> None:
+    async def _timers(self) -> None:
         """Wake workers when timed domains and reserved starts come due; send back what stays too long."""
         queues = self._queues_()
         sweep_every = max(1.0, self._max_park / 4)
@@ -363,13 +304,13 @@ class DomainFeeder(Generic[T]):
         while True:
             woken = queues.due()
             if woken:
-                self._wake(woken)
+                self._idle.wake(woken)
             now = self._clock()
             if now >= next_sweep:
                 queues.sweep()
                 next_sweep = now + sweep_every
             if queues.returns:
-                await self._flush(steps)
+                await self._flush()
             self._timer_at = min(queues.next_deadline(), next_sweep)
             self._timer_event = anyio.Event()
             if self._is_closed():  # a method: `run` closes while this task awaits
@@ -379,57 +320,33 @@ class DomainFeeder(Generic[T]):
 
     # ------------------------------------------------------------------ handing back
 
-    async def _flush(self, steps: DownloadSteps[T]) -> None:
+    async def _flush(self) -> None:
         """Send back `returns`: republished with the delay then acked (first attempt), else nacked."""
-        queues = self._queues_()
+        queues, back = self._queues_(), self._return_()
         while queues.returns:
             entry, delay, reason = queues.returns.popleft()
-            delivery = entry.delivery
-            self._returning[id(delivery)] = delivery
             try:
-                await self._send_back(steps, delivery, delay, reason)
+                await back.send(entry.delivery, delay, reason)
                 logger.debug("%s: back to the queue for %.2fs (%s)", entry.domain, delay, reason)
             except TRANSIENT as exc:  # left leased: it comes back when its lease expires
                 if self._outage is None:
                     raise
                 self._outage.failed(exc, f"handing a {self._topic!r} message back")
-            finally:
-                self._returning.pop(id(delivery), None)
         self._changed.set()
 
-    async def _give_all_back(self, queues: DomainQueues[T], steps: DownloadSteps[T]) -> None:
+    async def _give_all_back(self, queues: DomainQueues[T]) -> None:
         """Send back at once all that is still leased here: unprepared, parked, about to go back."""
         entries, permits = queues.drain()
         left = [*self._new, *(entry.delivery for entry in entries)]
         left += [entry.delivery for entry, _, _ in queues.returns]
-        interrupted = list(self._returning.values())  # maybe republished already: nacked, not again
         self._new.clear()
         queues.returns.clear()
-        self._returning.clear()
-        if not (left or permits or interrupted):
-            return
-        with anyio.move_on_after(5, shield=True):
+
+        async def abandon() -> None:
             for permit in permits:
                 await permit.abandon()
-            try:
-                for delivery in interrupted:
-                    await self._queue.nack(delivery, delay=0, reason="worker stopped")
-                for delivery in left:
-                    await self._send_back(steps, delivery, 0.0, "worker stopped")
-            except TRANSIENT:  # the broker is out of reach: the leases expire instead
-                pass
 
-    async def _send_back(
-        self, steps: DownloadSteps[T], delivery: Delivery, delay: float, reason: str
-    ) -> None:
-        """Republish a first attempt with `delay`, then ack it (no attempt spent); else nack (`hand_back`)."""
-        if delivery.attempt == 1:
-            await self._queue.publish(
-                self._topic, [delivery.payload], key=delivery.key, priority=delivery.priority, delay=delay
-            )
-            await self._queue.ack([delivery])
-        else:
-            await steps.hand_back(delivery, delay, reason)
+        await self._return_().send_all(left, "worker stopped", first=abandon if permits else None)
 
     def _is_closed(self) -> bool:
         return self._closed
@@ -437,3 +354,7 @@ class DomainFeeder(Generic[T]):
     def _queues_(self) -> DomainQueues[T]:
         assert self._queues is not None
         return self._queues
+
+    def _return_(self) -> LeaseReturn:
+        assert self._return is not None
+        return self._return
