@@ -14,8 +14,8 @@ States of a domain that holds parked requests:
   delay until then (`returns`), and so does every request of it that comes meanwhile.
 
 Bounds: at most `total_cap` requests parked in all; per domain, what it is expected to start within
-`LOOKAHEAD` seconds (from how long its slots are held: at least twice its concurrency, at most
-`domain_cap`); none expected to start later than `horizon` seconds from now or parked longer than
+`LOOKAHEAD` seconds (from how long its slots are held, `DomainPace`: at least twice its concurrency, at
+most `domain_cap`); none expected to start later than `horizon` seconds from now or parked longer than
 `max_park` seconds. Beyond them a request goes back to the queue with a delay matching when its domain is
 expected to take it (`returns`). A request
 already retried (attempt > 1) is not sent back for the caps (handing it back costs it an attempt), only
@@ -31,6 +31,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ...download._gate_limiter import POLL_MAX, POLL_MIN
+from ._domain_pace import FULL, IDLE, READY, TIMED, DomainPace, DomainRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,12 +43,6 @@ __all__ = ("DomainQueues", "Parked")
 
 T = TypeVar("T")
 
-LOOKAHEAD = 1.0
-"""Seconds of a domain's work kept parked at most (within its cap)."""
-
-_IDLE, _READY, _FULL, _TIMED = range(4)
-_EWMA = 0.2  # weight of the latest slot-holding time in a domain's average
-_FIRST_GUESS = 0.05  # seconds a slot is held, guessed before the domain gave one back
 _FORGET = 60.0  # seconds an idle domain's record (its average) is kept
 
 
@@ -65,34 +60,6 @@ class Parked(Generic[T]):
 
     def key(self) -> tuple[int, int]:
         return -self.delivery.priority, self.seq
-
-
-class _Domain(Generic[T]):
-    __slots__ = (
-        "backlog",
-        "blocked_until",
-        "created",
-        "duration",
-        "entries",
-        "in_ring",
-        "name",
-        "poll",
-        "ready_at",
-        "state",
-        "used",
-    )
-
-    def __init__(self, name: str, now: float) -> None:
-        self.name = name
-        self.entries: list[tuple[tuple[int, int], Parked[T]]] = []  # a heap, highest priority first
-        self.state = _IDLE
-        self.in_ring = False
-        self.ready_at = 0.0
-        self.blocked_until = 0.0
-        self.backlog = 0.0  # when the requests sent back so far are expected to be taken
-        self.poll = 0.0  # the next wait before asking a full job-wide gate again (0: not polling)
-        self.duration = 0.0  # average seconds a slot of the domain is held (0: none given back yet)
-        self.created = self.used = now
 
 
 class DomainQueues(Generic[T]):
@@ -118,16 +85,15 @@ class DomainQueues(Generic[T]):
         clock: Callable[[], float],
     ) -> None:
         self._limiter = limiter
-        self._default_limit = limiter.state("").concurrency
+        self._pace = DomainPace(limiter, domain_cap)
         self.total_cap = total_cap
-        self.domain_cap = domain_cap
         self.horizon = horizon
         self.max_park = max_park
         self._clock = clock
-        self._domains: dict[str, _Domain[T]] = {}
-        self._ring: deque[_Domain[T]] = deque()
-        self._busy: set[_Domain[T]] = set()  # domains that parked requests (some may have none left)
-        self._timers: list[tuple[float, int, _Domain[T]]] = []
+        self._domains: dict[str, DomainRecord[T]] = {}
+        self._ring: deque[DomainRecord[T]] = deque()
+        self._busy: set[DomainRecord[T]] = set()  # domains that parked requests (some may have none left)
+        self._timers: list[tuple[float, int, DomainRecord[T]]] = []
         self._reserved: list[tuple[float, int, Parked[T], Permit]] = []
         self._seq = itertools.count(1)  # 0: not parked yet
         self.parked = 0
@@ -168,7 +134,7 @@ class DomainQueues(Generic[T]):
         while ring:
             rec = ring.popleft()
             rec.in_ring = False
-            if rec.state != _READY or not rec.entries:
+            if rec.state != READY or not rec.entries:
                 continue
             got = self._limiter.try_acquire(rec.name)
             if isinstance(got, float):
@@ -179,7 +145,7 @@ class DomainQueues(Generic[T]):
             if rec.entries:
                 self._to_ring(rec)  # at the back: the other domains come first
             else:
-                rec.state = _IDLE
+                rec.state = IDLE
             return entry, got
         return None
 
@@ -195,7 +161,7 @@ class DomainQueues(Generic[T]):
             if not rec.entries:
                 self._busy.discard(rec)
                 continue
-            cap = self._pace(rec, now)[1]
+            cap = self._pace.pace(rec, now)[1]
             if 2 * len(rec.entries) < cap:
                 need += cap - len(rec.entries)
         return need
@@ -209,9 +175,9 @@ class DomainQueues(Generic[T]):
             return False
         now = self._clock()
         held = max(0.0, now - permit.acquired)
-        rec.duration = rec.duration + _EWMA * (held - rec.duration) if rec.duration else held
+        self._pace.held(rec, held)
         rec.used = now
-        if rec.entries and (rec.state == _FULL or (rec.state == _TIMED and rec.poll)):
+        if rec.entries and (rec.state == FULL or (rec.state == TIMED and rec.poll)):
             self._to_ring(rec)
             return True
         return False
@@ -249,7 +215,7 @@ class DomainQueues(Generic[T]):
         timers = self._timers
         while timers and timers[0][0] <= now:
             at, _, rec = heapq.heappop(timers)
-            if rec.state == _TIMED and rec.ready_at == at and rec.entries:
+            if rec.state == TIMED and rec.ready_at == at and rec.entries:
                 self._to_ring(rec)
                 woken += 1
         return woken + sum(1 for due, *_ in self._reserved if due <= now)
@@ -271,9 +237,9 @@ class DomainQueues(Generic[T]):
                 heapq.heapify(rec.entries)
                 self.parked -= len(stale)
                 for index, (_, entry) in enumerate(sorted(stale, key=lambda item: item[0])):
-                    self.returns.append((entry, self._expected(rec, index, now), "parked too long"))
+                    self.returns.append((entry, self._pace.expected(rec, index, now), "parked too long"))
                 if not rec.entries:
-                    rec.state = _IDLE
+                    rec.state = IDLE
             if not rec.entries and rec.blocked_until <= now and now - rec.used > _FORGET:
                 del self._domains[name]
                 self._busy.discard(rec)
@@ -294,10 +260,10 @@ class DomainQueues(Generic[T]):
             self.parked -= len(gone)
             count -= len(gone)
             for index, (_, entry) in enumerate(reversed(gone)):
-                delay = self._expected(rec, len(rec.entries) + index, now)
+                delay = self._pace.expected(rec, len(rec.entries) + index, now)
                 self.returns.append((entry, delay, "too many requests parked"))
             if not rec.entries:
-                rec.state = _IDLE
+                rec.state = IDLE
 
     def drain(self) -> tuple[list[Parked[T]], list[Permit]]:
         """Take out every parked request (and the permits of the reserved ones), e.g. when the stage stops."""
@@ -314,37 +280,37 @@ class DomainQueues(Generic[T]):
 
     # ------------------------------------------------------------------ internals
 
-    def _record(self, name: str) -> _Domain[T]:
-        rec = self._domains[name] = _Domain(name, self._clock())
+    def _record(self, name: str) -> DomainRecord[T]:
+        rec = self._domains[name] = DomainRecord(name, self._clock())
         return rec
 
-    def _park(self, rec: _Domain[T], entry: Parked[T]) -> None:
+    def _park(self, rec: DomainRecord[T], entry: Parked[T]) -> None:
         now = self._clock()
         if rec.blocked_until:
             if rec.blocked_until > now:
-                delay = self._backlog(rec, rec.blocked_until - now, now)
+                delay = self._pace.backlog(rec, rec.blocked_until - now, now)
                 self.returns.append((entry, delay, "domain blocked"))
                 return
             rec.blocked_until = 0.0
         position = len(rec.entries)
         if entry.delivery.attempt == 1:
-            over = position >= self._pace(rec, now)[1] or self.parked >= self.total_cap
-            expected = self._expected(rec, position, now)
+            over = position >= self._pace.pace(rec, now)[1] or self.parked >= self.total_cap
+            expected = self._pace.expected(rec, position, now)
             if over or expected > self.horizon:
-                self.returns.append((entry, self._backlog(rec, expected, now), "domain busy"))
+                self.returns.append((entry, self._pace.backlog(rec, expected, now), "domain busy"))
                 return
         entry.seq = next(self._seq)
         entry.since = now
         heapq.heappush(rec.entries, (entry.key(), entry))
         self.parked += 1
         self._busy.add(rec)
-        if rec.state == _IDLE:
+        if rec.state == IDLE:
             self._to_ring(rec)
 
-    def _wait(self, rec: _Domain[T], wait: float) -> None:
+    def _wait(self, rec: DomainRecord[T], wait: float) -> None:
         """The limiter refused `rec`: full (`inf`), timed or, beyond the horizon, blocked."""
         if wait == math.inf:
-            rec.state = _FULL
+            rec.state = FULL
             return
         now = self._clock()
         if wait <= self.horizon:
@@ -353,48 +319,20 @@ class DomainQueues(Generic[T]):
         rec.blocked_until = now + wait
         entries = sorted(rec.entries, key=lambda item: item[0])
         rec.entries = []
-        rec.state = _IDLE
+        rec.state = IDLE
         self.parked -= len(entries)
         for _, entry in entries:
-            self.returns.append((entry, self._backlog(rec, wait, now), "domain blocked"))
+            self.returns.append((entry, self._pace.backlog(rec, wait, now), "domain blocked"))
 
-    def _set_timer(self, rec: _Domain[T], at: float) -> None:
-        rec.state = _TIMED
+    def _set_timer(self, rec: DomainRecord[T], at: float) -> None:
+        rec.state = TIMED
         rec.ready_at = at
         heapq.heappush(self._timers, (at, next(self._seq), rec))
         if self.on_timer is not None:
             self.on_timer(at)
 
-    def _to_ring(self, rec: _Domain[T]) -> None:
-        rec.state = _READY
+    def _to_ring(self, rec: DomainRecord[T]) -> None:
+        rec.state = READY
         if not rec.in_ring:
             rec.in_ring = True
             self._ring.append(rec)
-
-    def _pace(self, rec: _Domain[T], now: float) -> tuple[float, int]:
-        """Seconds between two starts the domain is expected to make, and how many requests it may park.
-
-        Optimistic: a slow-down after 429/503 (extra delay, fewer slots) ends with the next success, so
-        the domain's configured pace counts. A request sent back too early meets a busy domain again and
-        goes back once more; one sent back too late leaves its domain idle.
-        """
-        state = self._limiter.state(rec.name)
-        limit = max(1, state.concurrency, self._default_limit)
-        duration = rec.duration or max(
-            _FIRST_GUESS, now - rec.created
-        )  # its slots are held that long at least
-        per_start = max(state.delay, duration / limit)
-        least = min(self.domain_cap, max(4, 2 * limit))
-        return per_start, max(least, min(self.domain_cap, int(LOOKAHEAD / per_start)))
-
-    def _expected(self, rec: _Domain[T], position: int, now: float) -> float:
-        """Seconds until the domain is expected to start its request at `position` in line."""
-        blocked_for = self._limiter.state(rec.name).blocked_for
-        start = max(blocked_for, rec.ready_at - now if rec.state == _TIMED else 0.0)
-        return start + (position + 1) * self._pace(rec, now)[0]
-
-    def _backlog(self, rec: _Domain[T], delay: float, now: float) -> float:
-        """`delay`, or later: requests sent back one after another come back spaced one start apart."""
-        at = max(now + delay, rec.backlog + self._pace(rec, now)[0])
-        rec.backlog = at
-        return at - now
