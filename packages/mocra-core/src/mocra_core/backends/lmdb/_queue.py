@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections import OrderedDict
-from heapq import heappop, heappush
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 import anyio
@@ -14,9 +13,10 @@ from ..._errors import ConfigError
 from ...queue._checks import check_limits, check_payloads
 from ...queue._delivery import DeadLetter, Delivery
 from ...queue._inprocess import InProcessQueue
-from ...queue._waiters import Waiters, new_lease_token
+from ...queue._waiters import new_lease_token
 from ._lockfile import LockFile
 from ._queue_reader import read_dead_letters
+from ._queue_returns import Lease, LeaseReturns, TopicState
 from ._queue_store import LmdbStore, unpack_message
 
 if TYPE_CHECKING:
@@ -30,36 +30,7 @@ if TYPE_CHECKING:
 __all__ = ("LmdbQueue",)
 
 
-class _Lease:
-    __slots__ = ("attempt", "deadline", "id", "key", "lane", "order", "seq")
-
-    def __init__(
-        self, seq: int, lane: int, order: int, attempt: int, key: str | None, deadline: float
-    ) -> None:
-        self.seq = seq
-        self.id = str(seq)
-        self.lane = lane
-        self.order = order
-        self.attempt = attempt
-        self.key = key
-        self.deadline = deadline
-
-
-class _Topic:
-    __slots__ = ("busy", "delayed", "group", "leases", "name", "p", "pending", "waiters")
-
-    def __init__(self, name: str, p: bytes) -> None:
-        self.name = name
-        self.p = p  # key prefix in every sub-database
-        self.pending = 0
-        self.group: str | None = None
-        self.leases: OrderedDict[int, _Lease] = OrderedDict()  # token -> lease, by deadline
-        self.busy: set[str] = set()  # keys with a leased message
-        self.delayed: list[tuple[float, int]] = []  # heap of (due by `clock`, seq)
-        self.waiters = Waiters()
-
-
-class LmdbQueue(InProcessQueue[_Topic]):
+class LmdbQueue(InProcessQueue[TopicState]):
     """A `QueueBackend` stored in an LMDB directory, so a crawl resumes where it stopped.
 
     Every state change is one LMDB write transaction, committed before the call returns. LMDB calls take
@@ -127,12 +98,19 @@ class LmdbQueue(InProcessQueue[_Topic]):
         except OSError as exc:
             raise ConfigError("queue.path", f"cannot create {self.path!r}: {exc}") from None
         self._lock = LockFile(self.path)
-        self._topics: dict[str, _Topic] = {}
+        self._topics: dict[str, TopicState] = {}
         try:
             self._store = LmdbStore(self.path, map_size=map_size)
         except BaseException:
             self._lock.release()
             raise
+        self._returns = LeaseReturns(
+            self._store,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
         try:
             self._store.recover(max_attempts, wall_clock())
             for p, count in self._store.pending_counts().items():
@@ -148,14 +126,14 @@ class LmdbQueue(InProcessQueue[_Topic]):
     def __repr__(self) -> str:
         return f"<LmdbQueue {self.path!r}{' closed' if self._closed else ''}>"
 
-    def _topic(self, topic: str) -> _Topic:
+    def _topic(self, topic: str) -> TopicState:
         if self._closed:
             raise anyio.ClosedResourceError
         state = self._topics.get(topic)
         if state is None:
             if not isinstance(topic, str) or not topic or "\0" in topic:
                 raise ValueError(f"topic must be a non-empty str without NUL, got {topic!r}")
-            state = self._topics[topic] = _Topic(topic, topic.encode() + b"\0")
+            state = self._topics[topic] = TopicState(topic, topic.encode() + b"\0")
         return state
 
     async def publish(
@@ -174,7 +152,7 @@ class LmdbQueue(InProcessQueue[_Topic]):
             return
         blobs = [self._codec.encode(payload) for payload in payloads]
         if state.delayed:
-            self._reclaim(state)  # what is due joins its lane before these messages
+            self._returns.reclaim(state)  # what is due joins its lane before these messages
         created = self._wall_clock()
         due = created + delay if delay > 0 else None
         seqs = self._store.write(lambda tx: tx.publish(state.p, created, priority, key, blobs, due))
@@ -190,7 +168,7 @@ class LmdbQueue(InProcessQueue[_Topic]):
     def _take(self, topic: str, max_messages: int) -> list[Delivery]:
         state = self._topic(topic)
         if state.leases or state.delayed:
-            self._reclaim(state)
+            self._returns.reclaim(state)
         found: list[Delivery] = []
         while not found:
             taken = self._store.write(lambda tx: tx.lease_ready(state.p, state.busy, max_messages))
@@ -199,7 +177,7 @@ class LmdbQueue(InProcessQueue[_Topic]):
             deadline = self._clock() + self.visibility_timeout
             for seq, lane, order, attempt, key, blob in taken:
                 token = new_lease_token()
-                state.leases[token] = lease = _Lease(seq, lane, order, attempt, key, deadline)
+                state.leases[token] = lease = Lease(seq, lane, order, attempt, key, deadline)
                 if key is not None:
                     state.busy.add(key)
                 created, priority, _, payload = unpack_message(blob)
@@ -207,83 +185,14 @@ class LmdbQueue(InProcessQueue[_Topic]):
                     decoded = self._codec.decode(payload)
                 except Exception as exc:  # a poison message: never handed out
                     del state.leases[token]
-                    self._bury(state, lease, f"undecodable payload: {exc!r}")
+                    self._returns.bury(state, lease, f"undecodable payload: {exc!r}")
                     continue
                 found.append(Delivery(lease.id, topic, decoded, key, priority, attempt, created, token))
         if found:
             state.waiters.nudge()  # leases expire by time: make sure a waiter keeps the clock
         return found
 
-    def _reclaim(self, state: _Topic) -> None:
-        """Move due delayed messages to their lanes and expired leases back (or to the DLQ)."""
-        now = self._clock()
-        due: list[int] = []
-        while state.delayed and state.delayed[0][0] <= now:
-            due.append(heappop(state.delayed)[1])
-        expired: list[_Lease] = []
-        while state.leases:
-            lease = next(iter(state.leases.values()))
-            if lease.deadline > now:
-                break
-            state.leases.popitem(last=False)
-            expired.append(lease)
-        if not due and not expired:
-            return
-        reason = f"lease expired (visibility timeout {self.visibility_timeout:g} s)"
-        failed_at = self._wall_clock()
-
-        def change(tx: Txn) -> None:
-            for seq in due:
-                tx.undelay(state.p, seq)
-            for lease in expired:
-                self._give_back_on_disk(tx, state, lease, 0.0, reason, failed_at)
-
-        self._store.write(change)
-        state.waiters.notify(len(due))
-        for lease in expired:
-            self._give_back_in_memory(state, lease, 0.0)
-
-    def _give_back_on_disk(
-        self, tx: Txn, state: _Topic, lease: _Lease, delay: float, reason: str, failed_at: float
-    ) -> None:
-        tx.unlease(state.p, lease.seq)
-        if lease.attempt >= self.max_attempts:
-            reason = f"{reason} on attempt {lease.attempt} of {self.max_attempts}"
-            tx.bury(state.p, lease.seq, lease.attempt, reason, failed_at)
-        elif delay > 0:
-            tx.delay(state.p, lease.seq, failed_at + delay, lease.lane, lease.attempt + 1, lease.key)
-        else:
-            tx.ready(state.p, lease.seq, lease.lane, lease.order, lease.attempt + 1, lease.key)
-        if lease.key is not None:
-            tx.release(state.p, lease.key)
-
-    def _give_back_in_memory(self, state: _Topic, lease: _Lease, delay: float) -> None:
-        if lease.attempt >= self.max_attempts:
-            state.pending -= 1
-        elif delay > 0:
-            heappush(state.delayed, (self._clock() + delay, lease.seq))
-            state.waiters.nudge()
-        else:
-            state.waiters.notify(1)
-        if lease.key is not None:
-            state.busy.discard(lease.key)
-            state.waiters.notify(1)  # its next parked message (if any) is ready
-
-    def _bury(self, state: _Topic, lease: _Lease, reason: str) -> None:
-        def change(tx: Txn) -> None:
-            tx.unlease(state.p, lease.seq)
-            tx.bury(state.p, lease.seq, lease.attempt, reason, failed_at)
-            if lease.key is not None:
-                tx.release(state.p, lease.key)
-
-        failed_at = self._wall_clock()
-        self._store.write(change)
-        state.pending -= 1
-        if lease.key is not None:
-            state.busy.discard(lease.key)
-            state.waiters.notify(1)
-
-    def _end_lease(self, delivery: Delivery) -> tuple[_Topic, _Lease] | None:
+    def _end_lease(self, delivery: Delivery) -> tuple[TopicState, Lease] | None:
         state = self._topic(delivery.topic)
         lease = state.leases.get(delivery._lease)
         if lease is None or lease.id != delivery.id:
@@ -315,18 +224,13 @@ class LmdbQueue(InProcessQueue[_Topic]):
         ended = self._end_lease(delivery)
         if ended is None:
             return
-        state, lease = ended
-        failed_at = self._wall_clock()
-        self._store.write(
-            lambda tx: self._give_back_on_disk(tx, state, lease, delay, reason or "nacked", failed_at)
-        )
-        self._give_back_in_memory(state, lease, delay)
+        self._returns.give_back(*ended, delay, reason or "nacked")
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ (see `QueueBackend.dead_letter`)."""
         ended = self._end_lease(delivery)
         if ended is not None:
-            self._bury(*ended, reason)
+            self._returns.bury(*ended, reason)
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
         """Read up to `limit` dead letters of `topic`, oldest first."""
@@ -337,7 +241,7 @@ class LmdbQueue(InProcessQueue[_Topic]):
         """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
         state = self._topic(topic)
         if state.delayed:
-            self._reclaim(state)  # what is due joins its lane before the replayed messages
+            self._returns.reclaim(state)  # what is due joins its lane before the replayed messages
         chosen = None if ids is None else set(ids)
         moved = self._store.write(lambda tx: tx.replay(state.p, chosen))
         state.pending += moved
