@@ -66,7 +66,7 @@ from ...queue._checks import check_limits, check_max_messages, check_payloads
 from ._dlq import DeadLetters
 from ._lanes import Lanes
 from ._pending import count_pending
-from ._reader import Reader, lanes_of
+from ._readers import Readers, ReaderSettings
 from ._wire import Names, Wire
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
 
     from ...queue._codec import Codec
     from ...queue._delivery import DeadLetter, Delivery
+    from ._reader import Reader
 
 __all__ = ("KafkaQueue",)
 
@@ -155,13 +156,10 @@ class KafkaQueue:
             url, request_timeout=max(10.0, session_timeout), reconnect_timeout=reconnect_timeout
         )
         self._codec = codec
-        self._session_timeout = session_timeout
-        self._fetch_wait = fetch_wait
         self._dlq = DeadLetters(self._wire, self._names, codec, fetch_wait=fetch_wait)
-        self._readers: dict[tuple[str, str], Reader] = {}
-        self._by_topic: dict[str, list[Reader]] = {}
         self._lanes = Lanes(self._wire, self._names, partitions, self._new_lane, eager=lanes)
-        self._lock = anyio.Lock()
+        settings = ReaderSettings(codec, visibility_timeout, max_attempts, session_timeout, fetch_wait)
+        self._readers = Readers(self._wire, self._names, self._lanes, settings, self._check)
         self._stack: AsyncExitStack | None = None
         self._background: TaskGroup | None = None
         self._closed = False
@@ -210,10 +208,10 @@ class KafkaQueue:
         if self._closed:
             return
         self._closed = True
-        for reader in self._readers.values():
+        for reader in self._readers.all():
             reader.close()
         with anyio.CancelScope(shield=True):
-            for reader in self._readers.values():
+            for reader in self._readers.all():
                 await reader.quiesce(2.0)
         if self._background is not None:
             self._background.cancel_scope.cancel()  # readers commit and stop their consumers
@@ -250,8 +248,7 @@ class KafkaQueue:
         await self._lanes.send(topic, priority, key, self._lanes.records(topic, bodies, key, priority, delay))
 
     def _new_lane(self, topic: str, name: str, lane: int) -> None:
-        for reader in self._by_topic.get(topic, ()):
-            reader.add_lanes({name: lane})
+        self._readers.new_lane(topic, name, lane)
 
     # ------------------------------------------------------------------ consuming
 
@@ -267,7 +264,8 @@ class KafkaQueue:
         self._check()
         check_max_messages(max_messages)
         cutoff = time.time()
-        reader = await self._reader(topic, group)
+        assert self._background is not None
+        reader = await self._readers.get(topic, group, self._background)
         await anyio.lowlevel.checkpoint()
         if wait <= 0:
             await reader.sync(_SYNC_TIMEOUT)
@@ -280,47 +278,6 @@ class KafkaQueue:
             await reader.persist()  # the next owner of a partition must know what was leased
         return found
 
-    async def _reader(self, topic: str, group: str) -> Reader:
-        reader = self._readers.get((topic, group))
-        if reader is None:
-            async with self._lock:
-                self._check()
-                reader = self._readers.get((topic, group))
-                if reader is None:
-                    reader = await self._new_reader(topic, group)
-        await reader.wait_joined(self._wire.reconnect_timeout)
-        return reader
-
-    async def _new_reader(self, topic: str, group: str) -> Reader:
-        if not isinstance(group, str) or not group:
-            raise ValueError(f"group must be a non-empty str, got {group!r}")
-        await self._lanes.ensure(topic, 0)
-        found = await self._wire.list_topics(self._names.prefix(topic))
-        reader = Reader(
-            topic,
-            group,
-            wire=self._wire,
-            names=self._names,
-            codec=self._codec,
-            visibility_timeout=self.visibility_timeout,
-            max_attempts=self.max_attempts,
-            session_timeout=self._session_timeout,
-            fetch_wait=self._fetch_wait,
-            published=self._lanes.published,
-        )
-        reader.lanes = lanes_of(self._names, topic, found)
-        self._readers[(topic, group)] = reader
-        self._by_topic.setdefault(topic, []).append(reader)
-        assert self._background is not None
-        self._background.start_soon(reader.run, name=f"kafka-reader-{reader.group_id}")
-        return reader
-
-    def _owner(self, delivery: Delivery) -> Reader | None:
-        for reader in self._by_topic.get(delivery.topic, ()):
-            if delivery._lease in reader.leases:
-                return reader
-        return None
-
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         """Finish `deliveries`; stale ones are ignored.
 
@@ -330,7 +287,7 @@ class KafkaQueue:
         self._check()
         finished: set[Reader] = set()
         for delivery in deliveries:
-            reader = self._owner(delivery)
+            reader = self._readers.owner(delivery)
             held = reader.end_lease(delivery) if reader is not None else None
             if reader is not None and held is not None:
                 reader.finish(held)
@@ -341,7 +298,7 @@ class KafkaQueue:
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Republish `delivery` with `attempt + 1` (held back `delay` seconds), or dead-letter it."""
         self._check()
-        reader = self._owner(delivery)
+        reader = self._readers.owner(delivery)
         held = reader.end_lease(delivery) if reader is not None else None
         if reader is None or held is None:
             return
@@ -360,7 +317,7 @@ class KafkaQueue:
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Move `delivery` to its topic's DLQ with `reason`; stale deliveries are ignored."""
         self._check()
-        reader = self._owner(delivery)
+        reader = self._readers.owner(delivery)
         held = reader.end_lease(delivery) if reader is not None else None
         if reader is None or held is None:
             return
@@ -388,7 +345,7 @@ class KafkaQueue:
     async def pending(self, topic: str) -> int:
         """Messages of `topic` published and not yet acked or dead-lettered (see the module docstring)."""
         self._check()
-        readers = self._by_topic.get(topic, ())
+        readers = self._readers.of_topic(topic)
         return await count_pending(topic, wire=self._wire, names=self._names, dlq=self._dlq, readers=readers)
 
 
