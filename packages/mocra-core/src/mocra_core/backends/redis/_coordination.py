@@ -16,7 +16,6 @@ from redis.exceptions import RedisError, ResponseError
 from ..._errors import BackendError, redact
 from ...coordination._errors import CoordinationError
 from ...coordination._protocol import (
-    LEADER_LOCK,
     LockInfo,
     check_key,
     check_lock_key,
@@ -24,18 +23,8 @@ from ...coordination._protocol import (
     parse_counter,
 )
 from ._connection import RedisResource, connect_redis, redis_failure
-from ._coordination_lua import (
-    ACQUIRE,
-    APPEND,
-    COMPARE_AND_SET,
-    INCR,
-    ITEMS,
-    PRELUDE,
-    RELEASE,
-    RENEW,
-    SET,
-    SET_IF_ABSENT,
-)
+from ._coordination_locks import RedisLocks
+from ._coordination_lua import APPEND, COMPARE_AND_SET, INCR, ITEMS, PRELUDE, SET, SET_IF_ABSENT
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -118,22 +107,17 @@ class RedisCoordination(RedisResource):
     """
 
     __slots__ = (
-        "_acquire",
         "_append",
         "_backstop",
         "_cas",
         "_clock",
         "_closed",
-        "_fence",
         "_incr",
         "_items",
-        "_leader",
         "_leader_ttl",
         "_lent",
         "_locks",
         "_redis",
-        "_release",
-        "_renew",
         "_set",
         "_set_if_absent",
         "_url",
@@ -159,9 +143,7 @@ class RedisCoordination(RedisResource):
         self._backstop = clock is time.time
         self._leader_ttl = leader_ttl
         self.holder_id = holder_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
-        self._leader: tuple[int, float] | None = None  # token, deadline of the leader lease we hold
-        self._values, self._locks = f"{namespace}:v:".encode(), f"{namespace}:l:".encode()
-        self._fence = f"{namespace}:fence".encode()
+        self._values = f"{namespace}:v:".encode()
         self._closed, self._lent = False, client is not None
         self._redis = redis = client if client is not None else connect_redis(url)
         self._set = redis.register_script(PRELUDE + SET)
@@ -170,9 +152,7 @@ class RedisCoordination(RedisResource):
         self._incr = redis.register_script(PRELUDE + INCR)
         self._append = redis.register_script(PRELUDE + APPEND)
         self._items = redis.register_script(PRELUDE + ITEMS)
-        self._acquire = redis.register_script(ACQUIRE)
-        self._renew = redis.register_script(RENEW)
-        self._release = redis.register_script(RELEASE)
+        self._locks = RedisLocks(redis, namespace, clock, self._eval)
 
     def __repr__(self) -> str:
         return f"RedisCoordination({redact(self._url)!r}, namespace={self.namespace!r})"
@@ -288,36 +268,27 @@ class RedisCoordination(RedisResource):
 
     # ------------------------------------------------------------------ locks
 
-    async def _take(self, lk: bytes, holder: str, ttl: float) -> tuple[int, float] | None:
-        now = self._clock()
-        token = await self._eval(self._acquire, [lk, self._fence], [now, now + ttl, holder])
-        return None if token is None else (int(token), now + ttl)
-
-    async def _extend(self, lk: bytes, holder: str, token: int, ttl: float) -> float | None:
-        deadline = self._clock() + ttl
-        return deadline if await self._eval(self._renew, [lk], [holder, token, deadline]) else None
-
     async def acquire_lock(self, key: str, holder: str, ttl: float) -> int | None:
         """Take the lock if free, expired or ours; return a new fencing token, or None."""
-        lk = self._locks + check_lock_key(key)
+        lk = self._locks.prefix + check_lock_key(key)
         check_ttl(ttl)
-        granted = await self._take(lk, holder, ttl)
+        granted = await self._locks.take(lk, holder, ttl)
         return None if granted is None else granted[0]
 
     async def renew_lock(self, key: str, holder: str, token: int, ttl: float) -> bool:
         """Extend the lock if its latest grant is `(holder, token)`."""
-        lk = self._locks + check_lock_key(key)
+        lk = self._locks.prefix + check_lock_key(key)
         check_ttl(ttl)
-        return await self._extend(lk, holder, token, ttl) is not None
+        return await self._locks.extend(lk, holder, token, ttl) is not None
 
     async def release_lock(self, key: str, holder: str, token: int) -> bool:
         """Free the lock if its latest grant is `(holder, token)`."""
-        lk = self._locks + check_lock_key(key)
-        return bool(await self._eval(self._release, [lk], [holder, token]))
+        lk = self._locks.prefix + check_lock_key(key)
+        return await self._locks.release(lk, holder, token)
 
     async def lock_holder(self, key: str) -> LockInfo | None:
         """Return the live holder of the lock, or None."""
-        lk = self._locks + check_key(key)
+        lk = self._locks.prefix + check_key(key)
         try:
             found = await self._open().hmget(lk, ["h", "t", "e"])
         except RedisError as exc:
@@ -331,30 +302,18 @@ class RedisCoordination(RedisResource):
 
     async def is_leader(self) -> bool:
         """Take or renew the leader lease; return whether this instance holds it."""
-        held = self._leader
-        if held is not None and held[1] - self._clock() > self._leader_ttl / 2:
+        if self._locks.holds_lease(self._leader_ttl):
             self._open()
             return True
-        lk, holder, ttl = self._locks + LEADER_LOCK.encode(), self.holder_id, self._leader_ttl
-        self._leader = None
-        if held is not None:
-            deadline = await self._extend(lk, holder, held[0], ttl)
-            if deadline is not None:
-                self._leader = (held[0], deadline)
-                return True
-        self._leader = await self._take(lk, holder, ttl)
-        return self._leader is not None
+        return await self._locks.lead(self.holder_id, self._leader_ttl)
 
     async def aclose(self) -> None:
         """Give up leadership and close the connections (not a lent client's); again does nothing."""
         if self._closed:
             return
-        held, self._leader = self._leader, None
         try:
-            if held is not None:
-                with anyio.move_on_after(5, shield=True):
-                    lk = self._locks + LEADER_LOCK.encode()
-                    await self._eval(self._release, [lk], [self.holder_id, held[0]])
+            with anyio.move_on_after(5, shield=True):
+                await self._locks.step_down(self.holder_id)
         except BackendError as exc:  # the lease lapses by itself after leader_ttl
             logger.warning("could not give up leadership of %r: %s", self.namespace, exc)
         finally:
