@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import random as _random
-from collections import deque
 from typing import TYPE_CHECKING
 
 import anyio
@@ -13,6 +12,7 @@ import anyio
 from .._errors import MocraError
 from ._gate import Ticket
 from ._limiter import domain_of
+from ._spare_tickets import SpareTickets
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -137,12 +137,10 @@ class GatedLimiter:
         "_issued",
         "_random",
         "_renewer",
-        "_spare_added",
         "_spares",
         "gate",
         "local",
         "reuse_for",
-        "spare_idle",
         "ttl",
     )
 
@@ -171,11 +169,14 @@ class GatedLimiter:
         self._freed: dict[str, anyio.Event] = {}
         self._held: dict[str, tuple[Ticket, float]] = {}  # holder -> ticket, when it was last renewed
         self._issued: dict[str, float] = {}  # holder -> when the gate handed it out (reusable tickets)
-        self._spares: dict[str, deque[tuple[Ticket, float]]] = {}  # domain -> (ticket, since), oldest first
-        self._spare_added = anyio.Event()
+        self._spares = SpareTickets(spare_idle, self._leave)
         self.reuse_for = reuse_for
-        self.spare_idle = spare_idle
         self._renewer: TaskGroup | None = None
+
+    @property
+    def spare_idle(self) -> float:
+        """Seconds a finished request's ticket waits for the next one before it goes back."""
+        return self._spares.idle
 
     def slot(self, url_or_domain: str) -> _GatedSlot:
         """An async context manager holding a local slot and a job-wide ticket for one request.
@@ -242,7 +243,7 @@ class GatedLimiter:
     async def _enter_once(self, key: str) -> tuple[Ticket, float] | float:
         """A spare or new ticket of `key` and the seconds to its start, or the seconds before asking again."""
         state = self.local.state(key)
-        spare = self._take_spare(key) if not (state.delay or state.extra_delay) else None
+        spare = self._spares.take(key) if not (state.delay or state.extra_delay) else None
         if spare is not None:
             return spare, 0.0
         gap = state.delay
@@ -295,16 +296,6 @@ class GatedLimiter:
                 except MocraError as exc:
                     logger.warning("could not renew a slot of %s (it may expire): %s", ticket.domain, exc)
 
-    def _take_spare(self, key: str) -> Ticket | None:
-        """A finished request's ticket of `key` still within its reuse time, taken out of the spares."""
-        spares = self._spares.get(key)
-        if not spares:
-            return None
-        ticket = spares.pop()[0]  # the newest: the oldest go back first
-        if not spares:
-            del self._spares[key]
-        return ticket
-
     async def _release(self, ticket: Ticket) -> None:
         """The request of `ticket` is done: keep the ticket for the next request, or give it back."""
         issued = self._issued.get(ticket.holder)
@@ -312,28 +303,12 @@ class GatedLimiter:
         if issued is not None and now - issued < self.reuse_for and self._renewer is not None:
             state = self.local.state(ticket.domain)
             if not (state.delay or state.extra_delay):
-                self._spares.setdefault(ticket.domain, deque()).append((ticket, now))
-                self._spare_added.set()
+                self._spares.keep(ticket, now)
                 freed = self._freed.pop(ticket.domain, None)
                 if freed is not None:
                     freed.set()
                 return
         await self._leave(ticket)
-
-    async def _return_spares(self) -> None:
-        """Give back the spare tickets nobody took within `spare_idle` seconds (until cancelled)."""
-        while True:
-            while not self._spares:  # a spare may be taken again before this task runs
-                self._spare_added = anyio.Event()
-                await self._spare_added.wait()
-            oldest = min(spares[0][1] for spares in self._spares.values())
-            await anyio.sleep(max(0.0, oldest + self.spare_idle - anyio.current_time()))
-            now = anyio.current_time()
-            for domain, spares in list(self._spares.items()):
-                while spares and now - spares[0][1] >= self.spare_idle:
-                    await self._leave(spares.popleft()[0])
-                if not spares and self._spares.get(domain) is spares:
-                    del self._spares[domain]
 
     async def _leave(self, ticket: Ticket) -> None:
         self._held.pop(ticket.holder, None)
@@ -357,7 +332,7 @@ class GatedLimiter:
         renewer = anyio.create_task_group()
         await renewer.__aenter__()
         renewer.start_soon(self._renew_held, name="gate-renewer")
-        renewer.start_soon(self._return_spares, name="gate-spares")
+        renewer.start_soon(self._spares.return_idle, name="gate-spares")
         self._renewer = renewer
         return self
 
@@ -368,10 +343,8 @@ class GatedLimiter:
         if renewer is not None:
             renewer.cancel_scope.cancel()
             await renewer.__aexit__(None, None, None)  # the body's exception, if any, goes on as it was
-        spares, self._spares = self._spares, {}
-        for queue in spares.values():
-            for ticket, _ in queue:
-                await self._leave(ticket)
+        for ticket in self._spares.drain():
+            await self._leave(ticket)
 
     def __repr__(self) -> str:
         return f"<GatedLimiter {self.local!r} gate={self.gate!r} ttl={self.ttl}>"
