@@ -17,6 +17,7 @@ def test_all_is_pinned() -> None:
         "SitemapParser",
         "SitemapWalk",
         "parse_w3c_datetime",
+        "read_sitemap",
         "sitemaps_in_robots",
         "walk_sitemaps",
     )

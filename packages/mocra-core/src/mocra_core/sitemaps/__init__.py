@@ -4,7 +4,8 @@
 `SitemapPage` or `NestedSitemap` as soon as it is complete, at bounded memory; `walk_sitemaps` fetches
 a tree of them with the caller's `httpx.AsyncClient`, following indexes as a `SitemapWalk` allows, and
 yields pages and a `SitemapFailure` per sitemap it could not read. `sitemaps_in_robots` reads the
-`Sitemap:` lines of a robots.txt; `parse_w3c_datetime` the `<lastmod>` format.
+`Sitemap:` lines of a robots.txt; `parse_w3c_datetime` the `<lastmod>` format. `read_sitemap` streams
+one sitemap without following it (what the engine runs per sitemap task).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ._entries import Alternate, NestedSitemap, SitemapEntry, SitemapFailure, Si
 from ._errors import SitemapError
 from ._loader import walk_sitemaps
 from ._parser import DEFAULT_MAX_BYTES, SitemapParser
+from ._read import read_sitemap
 from ._robots import sitemaps_in_robots
 from ._walk import SitemapWalk
 
@@ -28,6 +30,7 @@ __all__ = (
     "SitemapParser",
     "SitemapWalk",
     "parse_w3c_datetime",
+    "read_sitemap",
     "sitemaps_in_robots",
     "walk_sitemaps",
 )

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-import anyio.lowlevel
 import httpx
 
 from ._entries import NestedSitemap, SitemapFailure, SitemapPage
 from ._errors import SitemapError
-from ._parser import SitemapParser
+from ._read import read_sitemap
 from ._walk import SitemapWalk
 
 if TYPE_CHECKING:
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 __all__ = ("walk_sitemaps",)
 
 logger = logging.getLogger(__name__)
-
-_RAW_ENCODINGS = frozenset({"", "identity", "gzip", "x-gzip"})  # what the parser decodes itself, capped
 
 
 async def walk_sitemaps(
@@ -108,22 +106,12 @@ async def _read(
     client: httpx.AsyncClient, url: str, walk: SitemapWalk, *, parent: str | None
 ) -> AsyncIterator[SitemapPage | NestedSitemap | SitemapFailure]:
     """Stream one sitemap: its kept pages (and alternates), its nested sitemaps, then a failure if any."""
-    parser = SitemapParser(url, max_bytes=walk.max_bytes)
     try:
-        async with client.stream("GET", url) as response:
-            if not response.is_success:
-                raise SitemapError(url, f"HTTP {response.status_code}")
-            encoding = response.headers.get("content-encoding", "").strip().lower()
-            chunks = response.aiter_raw() if encoding in _RAW_ENCODINGS else response.aiter_bytes()
-            async for chunk in chunks:
-                for item in _kept(parser.feed(chunk), walk):
+        async with aclosing(read_sitemap(client, url, max_bytes=walk.max_bytes)) as entries:
+            async for entry in entries:
+                for item in _kept((entry,), walk):
                     yield item
-                await anyio.lowlevel.checkpoint()  # a fast local server never makes the loop wait
-        for item in _kept(parser.close(), walk):
-            yield item
     except SitemapError as exc:
-        for item in _kept(exc.entries, walk):
-            yield item
         yield SitemapFailure(url=url, reason=exc.problem, parent=parent)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         yield SitemapFailure(url=url, reason=f"{type(exc).__name__}: {exc}", parent=parent)
