@@ -8,7 +8,7 @@ message as soon as the key is free. What arrives that way is kept in `buffer`: i
 this process and handed out by its next `consume`, merged by lane and stream order. A request outlives
 the call that made it by at most `LINGER` seconds, which bounds how long a process that stopped
 consuming can still catch messages. A `no_wait` request left unanswered for `QUIET` seconds (nats-server
-2.9 may never answer one, see `_fetch_lane`) is given up, and what it still brings goes to `buffer`.
+2.9 may never answer one, see `LaneFetch`) is given up, and what it still brings goes to `buffer`.
 Which lanes and keys the topic has, and their durable consumers: `Topology` (`_topology.py`).
 """
 
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._lane_fetch import LaneFetch
 from ._topology import SETTLE, Topology, origin_of
 from ._wire import Raw, parse_ack_subject, status_of
 
@@ -41,8 +42,6 @@ logger = logging.getLogger(__name__)
 
 LINGER = 1.0
 """Seconds a waiting consumer's pull request lingers on a lane before it is renewed."""
-QUIET = 0.1
-"""Seconds a `no_wait` fetch of a lane waits for its answer before going on without it."""
 _NEXT = "$JS.API.CONSUMER.MSG.NEXT"
 
 
@@ -90,8 +89,8 @@ class Puller:
         self.generation = 0  # +1 when lanes or keys appear: waiters must fetch, not only read the buffer
         self._subs: list[Subscription] = []
         self._preparing = anyio.Lock()
-        self._inflight: set[anyio.Event] = set()  # `no_wait` fetches waiting for their answer
-        self._quiet: list[tuple[float, anyio.Event, Subscription]] = []  # unanswered: (until, done, inbox)
+        pull = lambda *request: self._pull(*request)  # noqa: E731 (looked up per call: tests replace it)
+        self._lane_fetch = LaneFetch(nc, topic, pull, self._keep, linger=LINGER, clock=clock)
         self.closed = False
 
     async def start(self) -> None:
@@ -102,10 +101,9 @@ class Puller:
     async def close(self) -> list[Raw]:
         """Stop receiving; returns the buffered messages (still leased: hand them back)."""
         self.closed = True
-        for done in self._inflight:
-            done.set()
+        self._lane_fetch.end_waits()
         self._notify(topology=True)
-        await self._close_quiet(every=True)
+        await self._lane_fetch.close_quiet(every=True)
         for sub in self._subs:
             try:
                 await sub.unsubscribe()
@@ -121,8 +119,7 @@ class Puller:
         for key in self.keys.values():
             key.request = None
         self.topology.rediscover()
-        for done in self._inflight:  # their requests may have been lost with the old connection
-            done.set()
+        self._lane_fetch.end_waits()  # their requests may have been lost with the old connection
         self._notify(topology=True)
 
     # -- arrivals ------------------------------------------------------------------------------------
@@ -174,6 +171,11 @@ class Puller:
                 if self._waiting and not self.closed:
                     self._notify()  # a waiter renews it
 
+    def _keep(self, raws: list[Raw], notify: bool) -> None:
+        self.buffer += raws
+        if notify:
+            self._notify()
+
     async def _on_bell(self, msg: Msg) -> None:
         self.topology.heard(msg.data.decode(errors="replace"))
 
@@ -210,74 +212,6 @@ class Puller:
 
     # -- fetching ------------------------------------------------------------------------------------
 
-    async def _fetch_lane(self, lane: int, batch: int) -> list[Raw]:
-        """Ask lane `lane` for up to `batch` messages with a `no_wait` pull request; wait `QUIET` at most.
-
-        nats-server 2.9 never answers a `no_wait` request queued behind another request that then took
-        the message it counted on. So the wait is short, and the request's inbox stays open `LINGER`
-        seconds more: what still comes is leased to this process and goes to `buffer`.
-        """
-        consumer = self.lanes[lane]
-        assert consumer is not None
-        got: list[Raw] = []
-        done = anyio.Event()
-        late = False
-        clock = self._clock
-
-        async def on_msg(msg: Msg) -> None:
-            if status_of(msg) is not None or not msg.reply:
-                done.set()
-                return
-            info = parse_ack_subject(msg.reply)
-            if info is None:
-                return
-            raw = Raw(msg, info, None, lane, clock())
-            if late:
-                self.buffer.append(raw)
-                self._notify()
-                return
-            got.append(raw)
-            if len(got) >= batch:
-                done.set()
-
-        await self._close_quiet()
-        inbox = self._nc.new_inbox()
-        sub = await self._nc.subscribe(inbox, cb=on_msg)
-        self._inflight.add(done)
-        try:
-            await self._pull(consumer, {"batch": batch, "no_wait": True}, inbox)
-            with anyio.move_on_after(QUIET) as scope:
-                await done.wait()
-            if scope.cancelled_caught:
-                logger.debug("lane %s of %r: no full answer yet, %d so far", lane, self.topic, len(got))
-        except BaseException:
-            self.buffer += got  # cancelled: what came is leased to us, keep it for the next consume
-            raise
-        finally:
-            late = True
-            self._inflight.discard(done)
-            if done.is_set():
-                with anyio.CancelScope(shield=True):
-                    await sub.unsubscribe()
-            else:
-                self._quiet.append((clock() + LINGER, done, sub))
-        return got
-
-    async def _close_quiet(self, *, every: bool = False) -> None:
-        """Unsubscribe the inboxes of `no_wait` requests answered since, or older than `LINGER`."""
-        now = self._clock()
-        keep: list[tuple[float, anyio.Event, Subscription]] = []
-        for entry in self._quiet:
-            until, done, sub = entry
-            if every or done.is_set() or until <= now:
-                try:
-                    await sub.unsubscribe()
-                except Exception:  # the connection may be gone already
-                    logger.debug("unsubscribe failed", exc_info=True)
-            else:
-                keep.append(entry)
-        self._quiet = keep
-
     async def _settle(self) -> None:
         now = self._clock()
         until = max((key.expect_until for key in self.keys.values()), default=0.0)
@@ -300,7 +234,9 @@ class Puller:
                     break
                 fetched: list[Raw] = []
                 if self.lanes.get(lane) and sum(raw.priority == lane for raw in buffer) < need:
-                    fetched = await self._fetch_lane(lane, need)
+                    consumer = self.lanes[lane]
+                    assert consumer is not None
+                    fetched = await self._lane_fetch.fetch(lane, consumer, need)
                 here = [raw for raw in buffer if raw.priority == lane] + fetched
                 buffer[:] = [raw for raw in buffer if raw.priority != lane]
                 here.sort(key=Raw.order)
