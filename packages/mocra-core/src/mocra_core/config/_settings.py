@@ -8,6 +8,7 @@ import msgspec
 
 from .._bounds import at_least, positive
 from ..download import DownloadSettings, RetrySettings
+from ..scope import ScopeStrategy  # noqa: TC001 - msgspec resolves it at runtime
 
 __all__ = (
     "CoordinationSettings",
@@ -34,6 +35,10 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         obey_robots: Fetch and obey robots.txt.
         dedup: Drop requests whose fingerprint was already seen in this job (`dont_filter` skips the check).
         max_depth: Follow links at most this many hops from a seed (0 = the seeds only; `None` = unlimited).
+        scope: Which links a crawl follows, relative to the page each was found on: `"same-domain"` (the
+            registrable domain by the Public Suffix List: `shop.example.co.uk` from `example.co.uk`),
+            `"same-hostname"`, `"same-origin"` (scheme, host and port) or `"all"`; links out of scope are
+            dropped (`offsite`). A spider's or module's own `scope` or `allowed_domains` wins.
         max_pages: Start at most this many downloads in the job, then stop (`None` = unlimited; 0 is
             refused, as a job allowed no download has nothing to do); the workers of a shared queue or a
             cluster share the budget.
@@ -65,6 +70,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     obey_robots: bool = True
     dedup: bool = True
     max_depth: int | None = None
+    scope: ScopeStrategy = "same-domain"
     max_pages: int | None = None
     cron_max_fires: int | None = None
     account_affinity: bool = False
