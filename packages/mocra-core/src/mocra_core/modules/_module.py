@@ -6,12 +6,14 @@ one-node module, so both run through the same stages.
 
 from __future__ import annotations
 
+import copy
 import inspect
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
 from mocra_dag import DagError, Graph
 
 from .._errors import ConfigError
+from ..scope import DomainSet, Scope, ScopeStrategy, UrlRules
 from ._node import Account, Login, Node
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ __all__ = ("SPIDER_NODE", "CompiledModule", "Module", "compile_module")
 T = TypeVar("T")
 
 SPIDER_NODE = "spider"
+_STRATEGIES: tuple[str, ...] = get_args(ScopeStrategy)
 
 
 class Module(Generic[T]):
@@ -46,6 +49,10 @@ class Module(Generic[T]):
         downloader: Name of the downloader for this module's requests (`None`: the default one).
         autostart: Start when the crawl starts; `False` for a module that only other modules start
             (`ctx.start("name", meta)`).
+        scope: Which links the module's nodes may follow (`"all"`, `"same-hostname"`, `"same-domain"`,
+            `"same-origin"`); `None` takes `crawl.scope` from the settings. As `Spider.scope`.
+        allowed_domains: Domains the module stays within, subdomains included. As `Spider.allowed_domains`.
+        rules: `UrlRules` every follow-up must pass too, after the scope. As `Spider.rules`.
 
     Example:
         >>> class Only(Node[dict]):
@@ -65,6 +72,9 @@ class Module(Generic[T]):
     relogin_on: ClassVar[frozenset[int]] = frozenset()
     downloader: ClassVar[str | None] = None
     autostart: ClassVar[bool] = True
+    scope: ClassVar[ScopeStrategy | None] = None
+    allowed_domains: ClassVar[Sequence[str]] = ()
+    rules: ClassVar[UrlRules | None] = None
 
     def nodes(self) -> Sequence[Node[T]] | Graph[Node[T]]:
         """The module's nodes: a sequence (a chain) or a `mocra_dag.Graph` of nodes."""
@@ -94,7 +104,13 @@ class _SpiderNode(Node[Any]):
 
 
 class CompiledModule:
-    """A validated module as the engine sees it: named nodes in a graph, plus login, accounts and cron."""
+    """A validated module as the engine sees it: named nodes in a graph, plus login, accounts and cron.
+
+    `scope` and `rules` decide which follow-ups the module may make: a follow must be in `scope`
+    relative to the URL of the request it was found from (`scope.allows(url, origin=parent_url)`), then
+    pass `rules` when there are some. `scope_declared` is True when the module set its own `scope` or
+    `allowed_domains`, which then win over the settings' `crawl.scope` (see `with_default_scope`).
+    """
 
     def __init__(
         self,
@@ -122,12 +138,37 @@ class CompiledModule:
         self.downloader = downloader
         self.carry_meta = carry_meta
         self.autostart = autostart
+        self.scope = Scope("same-domain")  # `compile_module` sets the module's scope and rules
+        self.rules: UrlRules | None = None
+        self.scope_declared = False
         roots = graph.roots
         if len(roots) != 1:
             raise ConfigError(f"{name}.nodes", f"a module needs exactly one entry node, found {list(roots)}")
         self.entry = roots[0]
         self.fan_in = frozenset(i for i, node in graph.nodes.items() if node.fan_in)
         self._upstream = {i: self._ancestors(i) for i in self.fan_in}
+
+    def with_default_scope(self, strategy: ScopeStrategy) -> CompiledModule:
+        """This module with `strategy` as its scope, unless it declares its own (then it is returned as is).
+
+        How the settings' `crawl.scope` reaches a module compiled before the settings were final.
+
+        Raises:
+            ConfigError: an unknown strategy (keyed `crawl.scope`).
+
+        Example:
+            >>> from mocra_core.modules import Spider
+            >>> class Pages(Spider[None]):
+            ...     name = "pages"
+            ...     async def parse(self, response, ctx): ...
+            >>> compile_module(Pages()).with_default_scope("same-origin").scope
+            Scope('same-origin')
+        """
+        if self.scope_declared or self.scope.strategy == strategy:
+            return self
+        scoped = copy.copy(self)
+        scoped.scope = _default_scope(strategy)
+        return scoped
 
     def node(self, node_id: str) -> Node[Any]:
         """The node with id `node_id` (a bare id or `module/node`); KeyError when unknown."""
@@ -152,12 +193,30 @@ class CompiledModule:
         return frozenset(seen)
 
 
-def compile_module(source: Module[Any] | Spider[Any]) -> CompiledModule:
+def compile_module(
+    source: Module[Any] | Spider[Any], *, scope: ScopeStrategy = "same-domain"
+) -> CompiledModule:
     """Validate a module or a spider and compile it for the engine.
+
+    Args:
+        source: The spider or module.
+        scope: The scope strategy when the source declares neither `scope` nor `allowed_domains` (the
+            settings' `crawl.scope`).
 
     Raises:
         ConfigError: no name, a bad graph (cycle, unknown or duplicate node, unreachable node, several
-            entries), or a spider that does not override `parse`.
+            entries), a spider that does not override `parse`, or a bad `scope`, `allowed_domains` or
+            `rules` (keyed `<name>.scope`, `<name>.allowed_domains`, `<name>.rules`).
+
+    Example:
+        >>> from mocra_core.modules import Spider
+        >>> class Shop(Spider[None]):
+        ...     name = "shop"
+        ...     allowed_domains = ("example.com",)
+        ...     async def parse(self, response, ctx): ...
+        >>> compiled = compile_module(Shop(), scope="same-origin")
+        >>> compiled.scope, compiled.scope.allows("https://www.example.com/", origin="http://example.com/")
+        (Scope('all', allowed_domains=['example.com']), True)
     """
     from ._spider import Spider
 
@@ -165,7 +224,15 @@ def compile_module(source: Module[Any] | Spider[Any]) -> CompiledModule:
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{type(source).__name__}.name", "a spider or module needs a non-empty name")
     if isinstance(source, Spider):
-        return _compile_spider(name, source)
+        compiled = _compile_spider(name, source)
+    else:
+        compiled = _compile_module(name, source)
+    compiled.scope, compiled.scope_declared = _scope_of(name, source, scope)
+    compiled.rules = _rules_of(name, source)
+    return compiled
+
+
+def _compile_module(name: str, source: object) -> CompiledModule:
     if not isinstance(source, Module):
         raise ConfigError(name, f"expected a Spider or a Module, got {type(source).__name__}")
     if type(source).nodes is Module.nodes:
@@ -191,6 +258,36 @@ def compile_module(source: Module[Any] | Spider[Any]) -> CompiledModule:
         downloader=source.downloader,
         autostart=source.autostart,
     )
+
+
+def _default_scope(strategy: str) -> Scope:
+    if strategy not in _STRATEGIES:
+        raise ConfigError(
+            "crawl.scope", f"unknown strategy {strategy!r}; expected one of {', '.join(_STRATEGIES)}"
+        )
+    return Scope(strategy)  # type: ignore[arg-type]  # checked just above
+
+
+def _scope_of(name: str, source: object, default: ScopeStrategy) -> tuple[Scope, bool]:
+    """The scope of a module and whether it declared it: its own `scope`/`allowed_domains` win."""
+    strategy = getattr(source, "scope", None)
+    if strategy is not None and strategy not in _STRATEGIES:
+        raise ConfigError(
+            f"{name}.scope", f"unknown strategy {strategy!r}; expected one of {', '.join(_STRATEGIES)}"
+        )
+    domains = DomainSet(getattr(source, "allowed_domains", None) or (), key=f"{name}.allowed_domains")
+    if strategy is None and not domains:
+        return _default_scope(default), False
+    return Scope(strategy, allowed_domains=domains.domains), True
+
+
+def _rules_of(name: str, source: object) -> UrlRules | None:
+    rules = getattr(source, "rules", None)
+    if rules is not None and not isinstance(rules, UrlRules):
+        raise ConfigError(
+            f"{name}.rules", f"expected UrlRules(Allow(...), Deny(...)) or None, got {type(rules).__name__}"
+        )
+    return rules
 
 
 def _chain(nodes: Sequence[Node[Any]]) -> Graph[Node[Any]]:

@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..http import Response
+    from ..scope import ScopeStrategy, UrlRules
     from ._context import Ctx, Seeds
 
 __all__ = ("Spider",)
@@ -30,6 +31,16 @@ class Spider(Generic[T]):
         cron: A cron expression (5 fields, or 6 with seconds first): the spider starts on schedule instead
             of once, and the run goes on until interrupted.
         cron_misfire: Seconds a missed cron time may be late and still run.
+        scope: Which links the crawl may follow, relative to the page each was found on: `"all"`,
+            `"same-hostname"`, `"same-domain"` (the registrable domain, by the Public Suffix List) or
+            `"same-origin"` (scheme, host and port); `None` takes `crawl.scope` from the settings (default
+            `"same-domain"`), unless `allowed_domains` is set. A seed is its own origin (only
+            `allowed_domains` applies to it).
+        allowed_domains: Domains the crawl stays within, subdomains included (Scrapy's rule): set alone,
+            they are the scope (`scope` `"all"`); with `scope`, a URL must pass both. An entry with a
+            scheme, path or port is a `ConfigError` naming `<name>.allowed_domains`.
+        rules: Allow/deny rules (`UrlRules(Deny("**/logout*"), ...)`) every follow-up must pass too, after
+            the scope; `None` allows everything in scope.
 
     Example:
         >>> from mocra_core.http import Response
@@ -47,6 +58,9 @@ class Spider(Generic[T]):
     downloader: ClassVar[str | None] = None
     cron: ClassVar[str | None] = None
     cron_misfire: ClassVar[float] = 60.0
+    scope: ClassVar[ScopeStrategy | None] = None
+    allowed_domains: ClassVar[Sequence[str]] = ()
+    rules: ClassVar[UrlRules | None] = None
 
     async def start(self, seeds: Seeds) -> None:
         """Seed the first requests; by default one GET per URL in `start_urls`."""
