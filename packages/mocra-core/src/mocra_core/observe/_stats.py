@@ -9,7 +9,15 @@ from typing import Any
 
 import msgspec
 
+from ..scope import canonical_host
+
 __all__ = ("LatencyHistogram", "Stats", "StatsSnapshot")
+
+OFFSITE_HOSTS_CAP = 1_000
+"""Distinct offsite hosts a run counts one by one; links to further hosts are counted under `OTHER_HOSTS`."""
+OTHER_HOSTS = "(other)"
+"""The `offsite_hosts` key of the hosts past the cap, or past the top 10 of a snapshot (not a host name)."""
+_TOP_OFFSITE = 10
 
 
 class LatencyHistogram:
@@ -56,6 +64,8 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
 
     `elapsed` is seconds of crawling (a job's: the sum over its runs, not the wall time since its first
     start); `runs` how many runs it covers; `latency_ms` is a run's own (percentiles do not add up).
+    `offsite_hosts` holds the 10 hosts most dropped as out of scope, the rest summed under `"(other)"`,
+    so its values add up to `dropped["offsite"]` (a job's: the top 10 of its runs' top 10s, approximate).
     """
 
     requests: int = 0
@@ -68,6 +78,7 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
     bytes: int = 0
     status: dict[str, int] = {}
     domains: dict[str, int] = {}
+    offsite_hosts: dict[str, int] = {}
     latency_ms: dict[str, float] = {}
     elapsed: float = 0.0
     runs: int = 1
@@ -99,6 +110,8 @@ class Stats:
     - `dead_lettered`: messages this run sent to a dead-letter queue, by any stage or by the queue itself
       when their attempts ran out (`queue.max_attempts`).
     - `dropped`: requests and items left out on purpose, by reason (duplicate, robots, max_depth, ...).
+    - `offsite_hosts`: the hosts of the requests dropped as out of the crawl's scope (`offsite`), the
+      first `OFFSITE_HOSTS_CAP` one by one, further ones under `"(other)"`.
 
     Example:
         >>> s = Stats()
@@ -120,6 +133,7 @@ class Stats:
         self.dropped: Counter[str] = Counter()
         self.status: Counter[int] = Counter()
         self.domains: Counter[str] = Counter()
+        self.offsite_hosts: Counter[str] = Counter()
         self.latency = LatencyHistogram()
         self._earlier = StatsSnapshot(runs=0)
 
@@ -138,6 +152,29 @@ class Stats:
     def drop(self, reason: str, count: int = 1) -> None:
         """Count requests or items dropped on purpose (duplicate, robots, middleware, depth)."""
         self.dropped[reason] += count
+
+    def offsite(self, url_or_host: str) -> None:
+        """Count a request dropped as out of scope: `dropped["offsite"]`, and its host in `offsite_hosts`.
+
+        Args:
+            url_or_host: The dropped absolute URL (`scheme://...`) or its host; the canonical host is
+                counted (without its port), `"(none)"` for a URL without one.
+
+        Example:
+            >>> s = Stats()
+            >>> for url in ("https://Ads.example.net/a", "http://ads.example.net./b", "https://cdn.test/"):
+            ...     s.offsite(url)
+            >>> s.dropped["offsite"], s.snapshot().offsite_hosts
+            (3, {'ads.example.net': 2, 'cdn.test': 1})
+        """
+        self.dropped["offsite"] += 1
+        url = url_or_host if "://" in url_or_host else "http://" + url_or_host
+        host = canonical_host(url) or "(none)"
+        hosts = self.offsite_hosts
+        if host in hosts or len(hosts) < OFFSITE_HOSTS_CAP:
+            hosts[host] += 1
+        else:
+            hosts[OTHER_HOSTS] += 1
 
     @property
     def elapsed(self) -> float:
@@ -167,6 +204,7 @@ class Stats:
             bytes=self.bytes,
             status={str(k): v for k, v in sorted(self.status.items())},
             domains=dict(self.domains.most_common()),
+            offsite_hosts=_top_hosts(self.offsite_hosts),
             latency_ms={f"p{p}": round(self.latency.percentile(p) * 1000, 2) for p in (50, 90, 99)},
             elapsed=self._clock() - self._started,
         )
@@ -174,8 +212,8 @@ class Stats:
     def job_snapshot(self, *, domains: bool = True) -> StatsSnapshot:
         """The counts of the job so far: its earlier runs (`resume`) plus this one, without latencies.
 
-        `domains=False` leaves the per-domain counts out (`{}`), which keeps the call cheap however many
-        domains a crawl reaches (a job dir saves the counts after every ack).
+        `domains=False` leaves the per-domain and offsite host counts out (`{}`), which keeps the call cheap
+        however many domains a crawl reaches (a job dir saves the counts after every ack).
 
         Example:
             >>> s = Stats()
@@ -203,6 +241,17 @@ class Stats:
             bytes=e.bytes + self.bytes,
             status=dict(sorted(status.items())),
             domains=dict((Counter(e.domains) + self.domains).most_common()) if domains else {},
+            offsite_hosts=_top_hosts(Counter(e.offsite_hosts) + self.offsite_hosts) if domains else {},
             elapsed=e.elapsed + self._clock() - self._started,
             runs=e.runs + 1,
         )
+
+
+def _top_hosts(hosts: Counter[str]) -> dict[str, int]:
+    """The `_TOP_OFFSITE` most counted hosts, most first, then the rest summed under `OTHER_HOSTS`."""
+    top = [(host, count) for host, count in hosts.most_common(_TOP_OFFSITE + 1) if host != OTHER_HOSTS]
+    shown = dict(top[:_TOP_OFFSITE])
+    rest = sum(hosts.values()) - sum(shown.values())
+    if rest:
+        shown[OTHER_HOSTS] = rest
+    return shown
