@@ -122,6 +122,7 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         f"dead letters {s.dead_lettered}{_queued_dead_letters(result)}",
         f"  status {s.status}",
         f"  dropped {s.dropped or {}}",
+        *_offsite_hosts(s),
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
     ]
     if result.reason == "unavailable":
@@ -156,6 +157,13 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
     if outputs:
         lines.append(f"  items written to {', '.join(redact(o) for o in outputs)}")
     stream.write("\n".join(lines) + "\n")
+
+
+def _offsite_hosts(stats: StatsSnapshot) -> list[str]:
+    """The line of the hosts most dropped as out of scope (`dropped["offsite"]`), when there are some."""
+    if not stats.offsite_hosts:
+        return []
+    return ["  offsite hosts: " + ", ".join(f"{host} {n}" for host, n in stats.offsite_hosts.items())]
 
 
 def _queued_dead_letters(result: CrawlResult) -> str:
