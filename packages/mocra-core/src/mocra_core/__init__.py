@@ -1,7 +1,7 @@
 """mocra_core: the runtime behind the `mocra` facade.
 
 The public surface is curated here; subpackages (`http`, `queue`, `download`, `dedup`, `sinks`, `modules`,
-`middleware`, `engine`, `config`, `observe`, `testing`) hold the parts, one stage each.
+`middleware`, `engine`, `config`, `observe`, `scope`, `testing`) hold the parts, one stage each.
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from .config import Settings
 from .engine import CrawlResult, Mocra, MocraBuilder, Progress
 from .http import Request, Response
 from .modules import Account, Ctx, Login, LoginFailed, LoginSession, Module, Node, Seeds, Spider, TaskCtx
+from .scope import Allow, Deny, LinkExtractor, Scope, UrlRules
 from .sinks import CallbackSink, ChannelSink, CsvSink, DataSink, JsonlSink, channel, on_item
 
 __version__ = "0.1.0"
 
 __all__ = (
     "Account",
+    "Allow",
     "BackendError",
     "BackendUnavailable",
     "BodyTooLarge",
@@ -43,11 +45,13 @@ __all__ = (
     "CsvSink",
     "Ctx",
     "DataSink",
+    "Deny",
     "DownloadError",
     "DownloadTimeout",
     "HopRefused",
     "InvalidURL",
     "JsonlSink",
+    "LinkExtractor",
     "Login",
     "LoginFailed",
     "LoginSession",
@@ -61,12 +65,14 @@ __all__ = (
     "Progress",
     "Request",
     "Response",
+    "Scope",
     "Seeds",
     "Settings",
     "Spider",
     "TaskCtx",
     "TooManyRedirects",
     "UnfetchableURL",
+    "UrlRules",
     "__version__",
     "channel",
     "on_item",
