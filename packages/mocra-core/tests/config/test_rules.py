@@ -17,6 +17,7 @@ from mocra_core.config import load
 ALLOWED: dict[tuple[str, float], str] = {
     ("crawl.per_domain_delay", 0): "(0 = none)",
     ("crawl.max_depth", 0): "(0 = the seeds only",
+    ("download.autothrottle.start_delay", 0): "(0 = none: `crawl.per_domain_delay`)",
     ("download.max_redirects", 0): "0 returns the 3xx response as is",
     ("retry.max_retries", 0): "Retries after the first attempt",
     ("retry.base", 0): "drawn uniformly from [0, `base` * 2^(n-1)]",

@@ -26,7 +26,13 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     """How hard and how politely to crawl.
 
     Attributes:
-        concurrency: Requests in flight at once, over all domains.
+        concurrency: Requests in flight at once, over all domains (with `autoscale`: at most).
+        autoscale: Let the requests in flight follow the process's headroom: start at a quarter of
+            `concurrency`, grow while CPU, memory and event-loop lag leave room and the workers are busy,
+            shrink when one is overloaded, always within [`min_concurrency`, `concurrency`]
+            (`AutoscaledConcurrency`).
+        min_concurrency: With `autoscale`, never fewer requests in flight than this (at least 1; above
+            `concurrency` it is `concurrency`).
         parse_workers: Responses parsed at once, per module (each module parses in its own lane, so a slow
             sink holds only its module's workers; parsing runs on the event loop; more helps when sinks
             await).
@@ -64,6 +70,8 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     """
 
     concurrency: int = 64
+    autoscale: bool = False
+    min_concurrency: int = 4
     parse_workers: int = 16
     per_domain_concurrency: int = 8
     per_domain_delay: float = 0.0
@@ -81,7 +89,7 @@ class CrawlSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     drain_timeout: float = 30.0
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "concurrency", "parse_workers", "per_domain_concurrency")
+        at_least(self, 1, "concurrency", "min_concurrency", "parse_workers", "per_domain_concurrency")
         at_least(self, 0, "per_domain_delay", "max_depth")
         at_least(self, 1, "max_pages", "cron_max_fires", unset="no limit")
         positive(self, "outage_timeout", "drain_timeout")

@@ -8,6 +8,10 @@ node keeps to its share of the limits) and `RobotsPolicy` (robots.txt); `RetryPo
 and when a failed download is tried again. A `HopCheckingDownloader` (as `HttpxDownloader`) lets the
 engine check each redirect `Hop` first. `try_acquire` takes a domain's slot without waiting (a `Permit`),
 as any `DomainAdmission` does.
+
+Adaptive pace: `AutoscaledConcurrency` (the requests in flight follow the process's CPU, memory and
+event-loop headroom, sampled by a `LoadSampler`) and `AutoThrottle` (a per-host delay follows the host's
+latency, shared by a job's processes through a `PaceStore`).
 """
 
 from __future__ import annotations
@@ -15,11 +19,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import load_optional
+from ._autoscale import AutoscaledConcurrency, AutoscaleSettings, AutoscaleState
+from ._autothrottle import (
+    AutoThrottle,
+    AutoThrottleSettings,
+    HostPace,
+    LocalPaceStore,
+    PaceStore,
+    SharedPaceStore,
+)
 from ._decode import ACCEPT_ENCODING, BodyDecoder
 from ._gate import DomainGate, Ticket
 from ._gate_limiter import GatedLimiter
 from ._httpx import HttpxDownloader, HttpxSession
 from ._limiter import DomainLimiter, DomainState, domain_of
+from ._load_sampler import LoadSample, LoadSampler
 from ._permit import DomainAdmission, Permit
 from ._protocol import Downloader, Hop, HopCheck, HopCheckingDownloader, checks_hops
 from ._retry import RetryPolicy, RetrySettings, parse_retry_after
@@ -34,6 +48,11 @@ if TYPE_CHECKING:
 __all__ = (
     "ACCEPT_ENCODING",
     "DEFAULT_HEADERS",
+    "AutoThrottle",
+    "AutoThrottleSettings",
+    "AutoscaleSettings",
+    "AutoscaleState",
+    "AutoscaledConcurrency",
     "BodyDecoder",
     "DomainAdmission",
     "DomainGate",
@@ -45,15 +64,21 @@ __all__ = (
     "Hop",
     "HopCheck",
     "HopCheckingDownloader",
+    "HostPace",
     "HttpxDownloader",
     "HttpxSession",
     "LmdbDomainGate",
+    "LoadSample",
+    "LoadSampler",
+    "LocalPaceStore",
+    "PaceStore",
     "Permit",
     "RedisDomainGate",
     "RetryPolicy",
     "RetrySettings",
     "RobotsPolicy",
     "ShareLimiter",
+    "SharedPaceStore",
     "Ticket",
     "checks_hops",
     "domain_of",

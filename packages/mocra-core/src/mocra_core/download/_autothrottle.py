@@ -55,9 +55,10 @@ class AutoThrottleSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=Tr
     """How a host's delay follows its latency (`download.autothrottle`). Durations are seconds.
 
     Attributes:
-        enabled: Adapt the per-host delay to latency; off, `crawl.per_domain_delay` stays as set.
+        enabled: Adapt the per-host delay to latency; off, `crawl.per_domain_delay` stays as set. On, a
+            host is never paced faster than `crawl.per_domain_delay` nor its robots.txt `Crawl-delay`.
         target_concurrency: Requests in flight per host the delay aims at (latency / delay).
-        start_delay: A host's delay before its first response.
+        start_delay: A host's delay before its first response (0 = none: `crawl.per_domain_delay`).
         max_delay: The longest delay a slow host gets.
         sync_interval: Seconds between two merges into the job's shared store.
 

@@ -9,6 +9,7 @@ from typing import Literal
 import msgspec
 
 from .._bounds import at_least, positive
+from ._autothrottle import AutoThrottleSettings
 
 __all__ = ("DEFAULT_HEADERS", "DownloadSettings")
 
@@ -49,6 +50,8 @@ class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, 
             (httpx's own pool); see `benchmarks/README.md`, "Downloader transport".
         verify: Verify TLS certificates.
         headers: Default request headers; `Request.headers` are merged over them.
+        autothrottle: A per-host delay that follows the host's latency (`[download.autothrottle]`,
+            `AutoThrottleSettings`; off by default).
 
     Raises:
         ValueError: a value makes no sense (a negative timeout, a zero cap, ...); the message names the field.
@@ -72,6 +75,7 @@ class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, 
     transport: Literal["aiohttp", "httpx"] = "aiohttp"
     verify: bool = True
     headers: dict[str, str] = msgspec.field(default_factory=_default_headers)
+    autothrottle: AutoThrottleSettings = AutoThrottleSettings()
 
     def __post_init__(self) -> None:
         positive(self, "connect_timeout", "read_timeout", "total_timeout")
