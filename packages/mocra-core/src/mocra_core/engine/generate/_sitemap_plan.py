@@ -11,9 +11,12 @@ from ..._errors import ConfigError
 from ...sitemaps import SitemapWalk
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ...modules import CompiledModule
     from ...sitemaps import NestedSitemap, SitemapPage
 
-__all__ = ("SKIP", "SitemapPlan")
+__all__ = ("SKIP", "SitemapPlan", "sitemap_plans")
 
 SKIP = "<skip>"
 """What `SitemapPlan.callback_for` returns for a page no rule matches (no method has this name)."""
@@ -91,6 +94,17 @@ class SitemapPlan:
         if self.follow and not any(pattern.search(sitemap.url) for pattern in self.follow):
             return False
         return self.walk.follows(sitemap)
+
+
+def sitemap_plans(modules: Mapping[str, CompiledModule]) -> dict[str, SitemapPlan]:
+    """The `SitemapPlan` of every spider module (a spider's `start` may seed sitemaps), by module name.
+
+    Raises:
+        ConfigError: a spider's sitemap attributes are wrong (see `SitemapPlan.of`).
+    """
+    from ...modules import Spider
+
+    return {name: SitemapPlan.of(m.source) for name, m in modules.items() if isinstance(m.source, Spider)}
 
 
 def _compiled(pattern: str | re.Pattern[str], key: str) -> re.Pattern[str]:
