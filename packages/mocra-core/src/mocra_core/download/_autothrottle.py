@@ -258,6 +258,24 @@ class AutoThrottle:
             return HostPace(self.delay(host), 0.0, 0)
         return HostPace(h.delay, h.latency, h.responses)
 
+    def describe(self) -> str:
+        """The hosts' delays in a few words, for the log.
+
+        Example:
+            >>> throttle = AutoThrottle(AutoThrottleSettings(target_concurrency=1.0))
+            >>> throttle.describe()
+            'no host yet'
+            >>> _ = throttle.observe("a.example", 0.2, 200), throttle.observe("b.example", 3.0, 200)
+            >>> throttle.describe()
+            '2 hosts, delay 0.6 to 3 s (median 3 s)'
+        """
+        delays = sorted(h.delay for h in self._hosts.values())
+        if not delays:
+            return "no host yet"
+        hosts = "1 host" if len(delays) == 1 else f"{len(delays)} hosts"
+        median = delays[len(delays) // 2]
+        return f"{hosts}, delay {delays[0]:.3g} to {delays[-1]:.3g} s (median {median:.3g} s)"
+
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Merge the hosts observed since into the store every `sync_interval` seconds, until cancelled."""
         task_status.started()

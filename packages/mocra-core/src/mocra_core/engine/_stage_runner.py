@@ -4,6 +4,8 @@ Draining: the stages take no new work and finish what they hold — downloads in
 already downloaded are parsed, sinks are flushed — within `crawl.drain_timeout` seconds. What is still in
 flight then is cancelled and handed back to its queue (`nack`, no delay): nothing is lost, and the job's
 next run (or another worker) does it. A second SIGINT/SIGTERM cancels at once, as the timeout does.
+
+The download stage's adaptive pace (`Pace`) samples and rescales beside the stages, through the drain.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class StageRunner:
             for writer in background.writers:
                 outer.start_soon(writer.run, name="sink-writer")
             async with anyio.create_task_group() as watchers:
+                await watchers.start(stages.pace.run)
                 if handle_signals:
                     watchers.start_soon(self._watch_signals, outer.cancel_scope)
                 if background.report is not None:
@@ -118,6 +121,8 @@ class StageRunner:
                 watchers.cancel_scope.cancel("done")
             for writer in background.writers:
                 writer.close()
+        if said := stages.pace.describe():
+            logger.info("%s", said)
         if outer.cancel_scope.cancelled_caught and not self._forced:
             logger.warning(
                 "crawl.drain_timeout (%g s) passed: the work still in flight was cancelled and handed back "

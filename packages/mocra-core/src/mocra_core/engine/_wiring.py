@@ -2,7 +2,8 @@
 
 `Wiring` builds; it starts nothing (`StageRunner` runs what it built). Each stage gets only the few things
 it uses: the queue, the module table, the run book, admission of requests, the task router, the fan-in
-ledger, its writers or downloaders, and the run's stats and outage.
+ledger, its writers or downloaders, and the run's stats and outage. The download stage's adaptive pace
+(`Pace`: autoscale, autothrottle) is built here too, and run beside the stages by `StageRunner`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ._outage import Outage
 from ._router import TaskRouter
 from ._runbook import RunBook
 from ._unparsed import UnparsedMarks
-from .download import DownloadStage, HopGuard, LoginManager, Politeness
+from .download import DownloadStage, HopGuard, LoginManager, Pace, Politeness
 from .generate import CronClaims, GenerateStage, start_tasks
 from .parse import ItemWriter, ParseStage
 
@@ -59,6 +60,7 @@ class Stages:
     parse: ParseStage
     router: TaskRouter
     outage: Outage
+    pace: Pace = Pace()
 
 
 class Crons:
@@ -135,6 +137,7 @@ class Wiring:
             if backends.gate is None
             else await stack.enter_async_context(GatedLimiter(local, backends.gate))
         )
+        pace = Pace.from_settings(settings, backends.coordination, shared=backends.plan.shared)
         unparsed = UnparsedMarks(backends.coordination) if crawl.direct_parse else None
         outage = Outage(crawl.outage_timeout)
         parse = ParseStage(
@@ -163,7 +166,9 @@ class Wiring:
             unparsed=unparsed,
             outage=outage,
         )
-        return Stages(generate=generate, download=download, parse=parse, router=router, outage=outage)
+        return Stages(
+            generate=generate, download=download, parse=parse, router=router, outage=outage, pace=pace
+        )
 
     def crons(self, router: TaskRouter, coordination: Coordination) -> Crons:
         """The cron schedules of the run's cron modules."""

@@ -7,6 +7,10 @@ is taken, round-robin over domains, as soon as its domain can start it: a slot g
 domain, a timer a spaced or polled one. With a job-wide gate (`GatedLimiter`) a refused ticket parks the
 request again; a start the gate reserved for later parks it with its ticket until then.
 
+With an `AutoscaledConcurrency` (`crawl.autoscale`), a worker holds one of its slots from taking an item
+to finishing it, so at most its `desired` workers work at once; a worker waiting for an item counts as
+idle for its growth decision.
+
 Leasing: how much and when is `LeasePace`'s decision (`_lease_pace.py`); past the caps the surplus goes
 back to the queue with a delay.
 
@@ -38,6 +42,7 @@ from ._lease_pace import DISCOVERY_MAX, LeasePace
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
+    from ...download import AutoscaledConcurrency
     from ...download._permit import DomainAdmission, Permit
     from ...queue import Delivery, QueueBackend
     from .._outage import Outage
@@ -83,6 +88,7 @@ class DomainFeeder(Generic[T]):
         group: The consumer group.
         limiter: The politeness limiter, asked without waiting.
         outage: Where an unreachable broker is noted (see `Feeder`); without it such errors propagate.
+        autoscale: A gate whose slots the workers hold while they work (None: all of them work).
         visibility_timeout: The queue's; a request stays parked at most a quarter of it.
         wait: Seconds one `consume` may wait for a message.
         clock: Monotonic seconds.
@@ -96,6 +102,7 @@ class DomainFeeder(Generic[T]):
         limiter: DomainAdmission,
         *,
         outage: Outage | None = None,
+        autoscale: AutoscaledConcurrency | None = None,
         visibility_timeout: float = 300.0,
         wait: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
@@ -116,6 +123,9 @@ class DomainFeeder(Generic[T]):
         self._timer_event = anyio.Event()
         self._timer_at = math.inf
         self._idle = IdleWorkers(on_wait=lambda: self._changed.set())
+        self._autoscale = autoscale
+        if autoscale is not None:
+            autoscale.idle = lambda: self._idle.waiting
         self._new: deque[Delivery] = deque()  # leased, not yet prepared
         self._pace = LeasePace(clock)
         self._return: LeaseReturn | None = None  # while running
@@ -196,19 +206,32 @@ class DomainFeeder(Generic[T]):
     # ------------------------------------------------------------------ workers
 
     async def _work(self, steps: DownloadSteps[T]) -> None:
+        gate = self._autoscale
         while True:
-            item = await self._next()
-            if item is None:
-                return
+            if gate is not None:
+                await gate.acquire()
             try:
-                if isinstance(item, tuple):
-                    await self._start(steps, *item)
-                else:
-                    await self._prepare(steps, item)
-            except TRANSIENT as exc:  # left leased: it comes back when its lease expires
-                if self._outage is None:
-                    raise
-                self._outage.failed(exc, f"handling a {self._topic!r} message")
+                if not await self._handle_next(steps):
+                    return
+            finally:
+                if gate is not None:
+                    gate.release()
+
+    async def _handle_next(self, steps: DownloadSteps[T]) -> bool:
+        """Take the next item and handle it; False once closed."""
+        item = await self._next()
+        if item is None:
+            return False
+        try:
+            if isinstance(item, tuple):
+                await self._start(steps, *item)
+            else:
+                await self._prepare(steps, item)
+        except TRANSIENT as exc:  # left leased: it comes back when its lease expires
+            if self._outage is None:
+                raise
+            self._outage.failed(exc, f"handling a {self._topic!r} message")
+        return True
 
     async def _next(self) -> tuple[Parked[T], Permit] | Delivery | None:
         """A parked request its domain can start now, else an unprepared one; None once closed."""
