@@ -17,6 +17,7 @@ from mocra._status import print_status
 from mocra_core import Ctx, Mocra, Request, Response, Spider
 from mocra_core.config import Settings
 from mocra_core.engine import EngineCodec
+from mocra_core.http import Routed, Routing
 from mocra_core.modules import SPIDER_NODE
 from mocra_core.queue import LmdbQueue, open_queue
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
@@ -97,7 +98,7 @@ def test_status_of_a_broker_job_counts_its_legacy_response_queue(site: LocalServ
 
         async def leave_a_legacy_response() -> None:
             url = site.url("/n/old")
-            old = Response(url, 200, [], b"<p>old</p>", Request(url, node=f"news/{SPIDER_NODE}"))
+            old = Response(url, 200, [], b"<p>old</p>", Request(url), routing=Routing(f"news/{SPIDER_NODE}"))
             async with open_queue(REDIS_URL, codec=EngineCodec(), namespace=f"mocra-{job}") as queue:
                 await queue.publish(RESPONSES, [old])
 
@@ -127,7 +128,7 @@ def test_a_legacy_job_dir_lists_its_response_queue(tmp_path: pathlib.Path) -> No
 
     async def leave() -> None:
         async with LmdbQueue(str(job / "queue"), codec=EngineCodec()) as queue:
-            await queue.publish(RESPONSES, [Request("https://example.com/", node="news/spider")])
+            await queue.publish(RESPONSES, [Routed(Request("https://example.com/"), Routing("news/spider"))])
 
     anyio.run(leave)
     out = io.StringIO()

@@ -16,7 +16,7 @@ from mocra_core.engine._frontier import REQUESTS, Frontier
 from mocra_core.engine._module_table import ModuleTable
 from mocra_core.engine._router import TaskRouter
 from mocra_core.engine._runbook import RunBook
-from mocra_core.http import Request
+from mocra_core.http import Request, Routing
 from mocra_core.middleware import MiddlewareChain
 from mocra_core.modules import Account, Module, Node, Task, TaskCtx, compile_module
 from mocra_core.observe import Stats
@@ -62,9 +62,8 @@ async def test_tasks_and_requests_of_an_account_carry_its_partition_key(tmp_path
         )
         admission = Admission(Frontier(queue, None, stats), runbook, router)
         await router.seed([Task(module="shop", node="pages", account=a) for a in (*ACCOUNTS, None)])
-        await admission.admit(
-            module, [Request(f"http://127.0.0.1:9/bob/{i}", account="bob") for i in range(2)]
-        )
+        bob = Routing("shop/pages", run="shop:bob:1", account="bob")
+        await admission.admit(module, [Request(f"http://127.0.0.1:9/bob/{i}") for i in range(2)], bob)
 
         tasks = await queue.consume(TASKS, group="t", max_messages=10, wait=0)
         requests = await queue.consume(REQUESTS, group="r", max_messages=10, wait=0)

@@ -79,15 +79,15 @@ async def test_cancelled_feeder_hands_back_what_no_worker_took() -> None:
 async def test_redelivered_work_requeues_a_seen_url_once_per_process() -> None:
     from mocra_core.dedup import MemorySeenSet
     from mocra_core.engine._frontier import REQUESTS, Frontier
-    from mocra_core.http import Request
+    from mocra_core.http import Request, Routing
     from mocra_core.observe import Stats
 
     async with MemoryQueue() as queue:
         frontier = Frontier(queue, MemorySeenSet(), Stats())
-        await frontier.submit([Request("http://example.com/0")])
+        await frontier.submit([Request("http://example.com/0")], Routing())
         # two redelivered responses both link to /0: queued past dedup once (it may not have reached the
         # queue before the crash), not once per response
         for _ in range(2):
-            await frontier.submit([Request("http://example.com/0")], redelivered=True)
-        await frontier.submit([Request("http://example.com/0")])  # plain duplicate: dropped
+            await frontier.submit([Request("http://example.com/0")], Routing(), redelivered=True)
+        await frontier.submit([Request("http://example.com/0")], Routing())  # plain duplicate: dropped
         assert await queue.pending(REQUESTS) == 2

@@ -11,6 +11,7 @@ from mocra_core import HopRefused, Mocra, MocraBuilder, Request, on_item
 from mocra_core.dedup import MemorySeenSet, RedisSeenSet
 from mocra_core.download import HttpxDownloader, checks_hops
 from mocra_core.engine.download._hops import HopGuard
+from mocra_core.http import Routing
 from mocra_core.modules import compile_module
 from mocra_core.testing import LocalServer
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.anyio
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
+SPIDER = Routing("links/spider")  # an anonymous request: the module is its dedup scope
 
 
 @pytest.fixture
@@ -49,10 +51,10 @@ async def test_workers_sharing_a_seen_set_refuse_a_hop_another_request_made_but_
     worker_a, worker_b = HopGuard(redis_seen, None), HopGuard(redis_seen, None)
 
     async with HttpxDownloader() as downloader:
-        reached = await worker_a.download(downloader, Request(server.url("/go/1")), module)
-        again = await worker_b.download(downloader, Request(server.url("/go/1")), module)  # its retry
+        reached = await worker_a.download(downloader, Request(server.url("/go/1")), SPIDER, module)
+        again = await worker_b.download(downloader, Request(server.url("/go/1")), SPIDER, module)  # its retry
         with pytest.raises(HopRefused) as other:
-            await worker_b.download(downloader, Request(server.url("/also/1")), module)
+            await worker_b.download(downloader, Request(server.url("/also/1")), SPIDER, module)
 
     assert reached.url == again.url == server.url("/book/1")
     assert (other.value.reason, other.value.url) == ("duplicate", server.url("/book/1"))
@@ -70,10 +72,12 @@ async def test_a_hop_is_deduplicated_within_its_scope_only(server: LocalServer) 
     async with MemorySeenSet() as seen, HttpxDownloader() as downloader:
         guard = HopGuard(seen, None)
         for account in ("alice", "bob"):
-            await guard.download(downloader, Request(server.url("/go"), account=account), module)
+            await guard.download(downloader, Request(server.url("/go")), Routing(account=account), module)
         for account in ("alice", "bob"):
             with pytest.raises(HopRefused):
-                await guard.download(downloader, Request(server.url("/go2"), account=account), module)
+                await guard.download(
+                    downloader, Request(server.url("/go2")), Routing(account=account), module
+                )
 
     assert server.hits["/book"] == 2
 
@@ -87,10 +91,10 @@ async def test_a_dont_filter_request_follows_a_seen_hop_and_marks_its_target(ser
 
     async with MemorySeenSet() as seen, HttpxDownloader() as downloader:
         guard = HopGuard(seen, None)
-        await guard.download(downloader, Request(server.url("/go"), dont_filter=True), module)
-        await guard.download(downloader, Request(server.url("/go2"), dont_filter=True), module)
+        await guard.download(downloader, Request(server.url("/go"), dont_filter=True), SPIDER, module)
+        await guard.download(downloader, Request(server.url("/go2"), dont_filter=True), SPIDER, module)
         with pytest.raises(HopRefused):
-            await guard.download(downloader, Request(server.url("/go3")), module)
+            await guard.download(downloader, Request(server.url("/go3")), SPIDER, module)
 
     assert server.hits["/book"] == 2
 

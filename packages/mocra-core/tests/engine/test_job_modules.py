@@ -11,6 +11,7 @@ from mocra_core import ConfigError, Ctx, MocraBuilder, Request, Response, Spider
 from mocra_core.coordination import LocalCoordination
 from mocra_core.engine import BackendPlan
 from mocra_core.engine.generate._seeding import check_modules
+from mocra_core.http import Routed, Routing
 from mocra_core.testing import LocalServer, ServerResponse
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +61,7 @@ async def test_a_message_of_a_module_the_run_lacks_is_dead_lettered_and_the_craw
 ) -> None:
     # a job dir written before jobs recorded their modules, holding a request of a spider now gone
     async with BackendPlan.of_job_dir(str(tmp_path / "job")).make_queue() as queue:
-        await queue.publish("request", [Request(server.url("/gone"), node="gone/parse")])
+        await queue.publish("request", [Routed(Request(server.url("/gone")), Routing("gone/parse"))])
     server.route("/a", ServerResponse(body="a"))
     items: list[dict[str, Any]] = []
 

@@ -18,6 +18,7 @@ import redis
 
 from mocra_core import Ctx, Mocra, MocraBuilder, Request, Response, Spider, on_item
 from mocra_core.engine import EngineCodec
+from mocra_core.http import Routing
 from mocra_core.modules import SPIDER_NODE
 from mocra_core.queue import LmdbQueue, QueueBackend, open_queue
 from mocra_core.testing import LocalServer, ServerResponse
@@ -138,9 +139,8 @@ async def test_a_sink_shared_by_two_modules_gets_every_item_once(server: LocalSe
 def legacy_response(server: LocalServer, path: str, module: str) -> Response:
     """A response as a version before lanes queued it: on the `response` topic, for any module."""
     url = server.url(path)
-    return Response(
-        url, 200, [("Content-Type", "text/html")], b"<p>old</p>", Request(url, node=f"{module}/{SPIDER_NODE}")
-    )
+    routing = Routing(f"{module}/{SPIDER_NODE}")
+    return Response(url, 200, [("Content-Type", "text/html")], b"<p>old</p>", Request(url), routing=routing)
 
 
 @pytest.mark.parametrize("backend", ["job_dir", "redis", "nats"])

@@ -3,7 +3,7 @@ import pytest
 
 from mocra_core import InvalidURL
 from mocra_core.engine import EngineCodec
-from mocra_core.http import Request, RequestRecord
+from mocra_core.http import Request, RequestRecord, Routed, RoutedRecord, Routing
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def _every_field_set() -> Request:
     return Request(
         "https://example.com/a", method="POST", headers={"X-A": "1"}, cookies={"c": "2"}, body=b"x",
         meta={"m": [1, 2]}, priority=3, timeout=4.5, dont_filter=True, max_retries=6, callback="parse_b",
-        node="shop/pages", downloader="slow", depth=7, run="shop:-:1", account="alice",
+        downloader="slow",
     )  # fmt: skip
 
 
@@ -54,6 +54,25 @@ def test_the_record_fields_are_the_one_list_of_a_request_fields() -> None:
     assert all(getattr(record, name) != getattr(RequestRecord(url="u"), name) for name in fields)
 
 
+def test_a_request_holds_only_what_the_user_set() -> None:
+    import inspect
+
+    routing = set(Routing.__struct_fields__)
+    assert routing == {"node", "run", "depth", "account"}
+    assert not routing & (set(Request.__slots__) | set(inspect.signature(Request).parameters))
+
+
+def test_the_flat_record_holds_every_request_field_and_the_routing() -> None:
+    flat = RoutedRecord.__struct_fields__
+    assert set(flat) == set(RequestRecord.__struct_fields__) | set(Routing.__struct_fields__)
+    old = ("url", "method", "headers", "cookies", "body", "meta", "priority", "timeout", "dont_filter",
+           "max_retries", "callback", "node", "downloader", "depth", "run", "account")  # fmt: skip
+    assert flat[: len(old)] == old  # the layout earlier versions wrote: fields are only ever appended
+    request, routing = _every_field_set(), Routing("shop/pages", "shop:alice:1", 7, "alice")
+    request_back, routing_back = RoutedRecord.join(request, routing).split()
+    assert (request_back.to_record(), routing_back) == (request.to_record(), routing)
+
+
 def test_a_request_comes_back_from_its_record_with_every_field_and_dicts_of_its_own() -> None:
     request = _every_field_set()
     wire = msgspec.msgpack.decode(msgspec.msgpack.encode(request.to_record()), type=RequestRecord)
@@ -63,7 +82,7 @@ def test_a_request_comes_back_from_its_record_with_every_field_and_dicts_of_its_
         assert copy.fingerprint == request.fingerprint
         copy.meta["new"] = copy.headers["new"] = copy.cookies["new"] = "x"
         assert "new" not in request.meta and "new" not in request.headers and "new" not in request.cookies
-    assert request.replace(depth=8).to_record() == msgspec.structs.replace(request.to_record(), depth=8)
+    assert request.replace(priority=8).to_record() == msgspec.structs.replace(request.to_record(), priority=8)
 
 
 def test_request_bytes_written_by_an_older_version_are_read() -> None:
@@ -73,7 +92,8 @@ def test_request_bytes_written_by_an_older_version_are_read() -> None:
         "71dc0010b568747470733a2f2f6578616d706c652e636f6d2f61a34745548080c081a1700100c0c2c0c0aa73686f702f70"
         "61676573c002c0c0"
     )
-    request = EngineCodec().decode(old)
-    assert isinstance(request, Request)
-    got = (request.url, request.method, request.meta, request.node, request.depth)
-    assert got == ("https://example.com/a", "GET", {"p": 1}, "shop/pages", 2)
+    routed = EngineCodec().decode(old)
+    assert isinstance(routed, Routed)
+    request, routing = routed
+    got = (request.url, request.method, request.meta, routing)
+    assert got == ("https://example.com/a", "GET", {"p": 1}, Routing("shop/pages", depth=2))

@@ -2,7 +2,7 @@ import msgspec
 import pytest
 
 import mocra_core.http as http
-from mocra_core.http import Node, Request, Response, ResponseRecord
+from mocra_core.http import Node, Request, Response, ResponseRecord, Routing
 
 URL = "https://example.com/shop/list/page.html"
 
@@ -38,6 +38,9 @@ def test_exports() -> None:
         "RequestRecord",
         "Response",
         "ResponseRecord",
+        "Routed",
+        "RoutedRecord",
+        "Routing",
         "canonicalize_url",
         "fingerprint",
     )
@@ -204,7 +207,7 @@ def test_invalid_json_raises_decode_error() -> None:
 
 def test_record_round_trip() -> None:
     body = '<meta charset="gbk"><a href="/a">中文</a>'.encode("gbk")
-    request = Request("https://example.com/p", meta={"k": 1}, callback="parse_item", depth=2)
+    request = Request("https://example.com/p", meta={"k": 1}, callback="parse_item")
     original = Response(
         "https://example.com/final",
         203,
@@ -212,17 +215,18 @@ def test_record_round_trip() -> None:
         body,
         request,
         elapsed=0.25,
+        routing=Routing("shop/spider", depth=2),
     )
     assert original.text  # caches must not leak into the record
     wire = msgspec.msgpack.encode(original.to_record())
     copy = Response.from_record(msgspec.msgpack.decode(wire, type=ResponseRecord))
     assert (copy.url, copy.status, copy.body, copy.elapsed) == ("https://example.com/final", 203, body, 0.25)
     assert copy.headers.get_list("set-cookie") == ["a=1", "b=2"]
-    assert (copy.request.url, copy.request.meta, copy.request.callback, copy.request.depth) == (
+    assert (copy.request.url, copy.request.meta, copy.request.callback, copy.routing) == (
         "https://example.com/p",
         {"k": 1},
         "parse_item",
-        2,
+        Routing("shop/spider", depth=2),
     )
     assert copy.meta == {"k": 1}
     assert (copy.encoding, copy.links()) == ("gb18030", ["https://example.com/a"])

@@ -374,7 +374,7 @@ async def test_cron_fires_on_schedule_without_a_database(builder: MocraBuilder, 
         start_urls = (server.url("/tick"),)
 
         async def parse(self, response: Response, ctx: Ctx[Any]) -> None:
-            runs.append(response.request.run)
+            runs.append(response.routing.run)
 
     result = await builder.set("crawl.cron_max_fires=2").spider(Ticker()).run_async()
 

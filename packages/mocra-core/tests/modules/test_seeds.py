@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from mocra_core import InvalidURL, Mocra, MocraBuilder, Response, Seeds, Spider, on_item
+from mocra_core import InvalidURL, Mocra, MocraBuilder, Request, Response, Seeds, Spider, on_item
+from mocra_core.http import Routing
 from mocra_core.modules import Ctx, Module, Node, TaskCtx
 from mocra_core.testing import LocalServer, ServerResponse
 
@@ -52,6 +53,21 @@ def test_seeds_keep_the_valid_urls_and_set_the_invalid_ones_aside() -> None:
     [problem] = seeds.invalid
     assert isinstance(problem, InvalidURL)
     assert problem.url == BROKEN
+
+
+def test_seeds_and_follow_ups_have_their_routing_beside_them() -> None:
+    seeds = Seeds("shop/spider", run="shop:alice:1", account="alice")
+    seeds.get("https://example.com/a")
+    seeds.add(Request("https://example.com/b", method="POST"))
+    assert seeds.routing == Routing("shop/spider", "shop:alice:1", 0, "alice")
+
+    page = Response("https://example.com/a", 200, [], b"", seeds.requests[0], routing=seeds.routing)
+    ctx: Ctx[Any] = Ctx(page)
+    ctx.follow("/c")
+    ctx.follow(Request("https://example.com/d"))
+    assert [r.url for r in ctx.requests] == ["https://example.com/c", "https://example.com/d"]
+    assert ctx.routing == Routing("shop/spider", "shop:alice:1", 1, "alice")  # one hop deeper, for all
+    assert Ctx(Response(page.url, 200, [], b"", page.request, routing=ctx.routing)).routing.depth == 2
 
 
 async def test_one_invalid_start_url_does_not_lose_the_others(

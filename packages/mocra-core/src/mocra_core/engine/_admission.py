@@ -10,7 +10,7 @@ from ._frontier import seen_scope
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..http import Request
+    from ..http import Request, Routed, Routing
     from ..modules import CompiledModule
     from ._frontier import Frontier
     from ._router import TaskRouter
@@ -28,9 +28,14 @@ class Admission:
         self._router = router
 
     async def admit(
-        self, module: CompiledModule, requests: Sequence[Request], *, redelivered: bool = False
+        self,
+        module: CompiledModule,
+        requests: Sequence[Request],
+        routing: Routing,
+        *,
+        redelivered: bool = False,
     ) -> None:
-        """Queue requests (depth, dedup) and count them as open work of their node.
+        """Queue requests (depth, dedup), each beside `routing`, and count them as open work of their node.
 
         `redelivered`: they come from a redelivered task or response, so dedup cannot tell whether they
         reached the queue the first time; they are queued anyway (see `Frontier.submit`).
@@ -41,14 +46,16 @@ class Admission:
             for request in requests:
                 if request.downloader is None:
                     request.downloader = module.downloader
-        first = requests[0]
-        scope = seen_scope(module, first)
-        key = self._router.key(module.name, first.account)
-        admitted = await self._frontier.submit(requests, scope=scope, redelivered=redelivered, key=key)
+        scope = seen_scope(module, routing)
+        key = self._router.key(module.name, routing.account)
+        admitted = await self._frontier.submit(
+            requests, routing, scope=scope, redelivered=redelivered, key=key
+        )
         if module.fan_in and admitted:
-            await open_units(self._runbook, [(r.run, r.node) for r in admitted])
+            await open_units(self._runbook, [(routing.run, routing.node)] * len(admitted))
 
-    async def reinject(self, module: CompiledModule, request: Request) -> None:
-        """Queue `request` again, past dedup (the fallback gate)."""
+    async def reinject(self, module: CompiledModule, routed: Routed) -> None:
+        """Queue a request again beside its routing, past dedup (the fallback gate)."""
+        request, routing = routed
         request.dont_filter = True
-        await self.admit(module, [request])
+        await self.admit(module, [request], routing)

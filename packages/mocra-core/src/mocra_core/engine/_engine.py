@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from ..coordination import ControlPlaneOwnership
-from ..http import Request, Response
+from ..http import Request, Response, Routed
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..topics import run_topics
@@ -79,7 +79,9 @@ class Failure(msgspec.Struct, kw_only=True):
 def describe_dead_letter(letter: DeadLetter) -> Failure:
     """Turn a dead letter into a `Failure`."""
     payload = letter.payload
-    if isinstance(payload, Request | Response):
+    if isinstance(payload, Routed):
+        where = payload.request.url
+    elif isinstance(payload, Request | Response):
         where = payload.url
     elif isinstance(payload, Task):
         where = f"task {payload.module}/{payload.node}"

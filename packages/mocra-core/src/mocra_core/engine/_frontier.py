@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..http import Routed
 from ..topics import REQUESTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..dedup import SeenSet
-    from ..http import Request
+    from ..http import Request, Routing
     from ..modules import CompiledModule
     from ..observe import Stats
     from ..queue import QueueBackend
@@ -27,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 class Frontier:
-    """Admits requests into the request queue.
+    """Admits requests into the request queue, each beside its routing (`Routed`).
 
     A request is dropped (and counted) when it is deeper than `max_depth` or its fingerprint was already
     seen in this job (unless `dont_filter`). The seen key is scoped: by module (two spiders in one run do
@@ -52,12 +53,13 @@ class Frontier:
     async def submit(
         self,
         requests: Sequence[Request],
+        routing: Routing,
         *,
         scope: str = "",
         redelivered: bool = False,
         key: str | None = None,
     ) -> Sequence[Request]:
-        """Publish the admissible `requests`; returns those published.
+        """Publish the admissible `requests`, each beside `routing` (one, shared); returns those published.
 
         `scope` names the dedup namespace (the module; for a cron module, the module run). `redelivered`
         means the requests come from work that was handed out before (its worker died or timed out): they
@@ -68,11 +70,9 @@ class Frontier:
         """
         if not requests:
             return ()
-        if self._max_depth is not None:
-            deep = [r for r in requests if r.depth > self._max_depth]
-            if deep:
-                self._stats.drop("max_depth", len(deep))
-                requests = [r for r in requests if r.depth <= self._max_depth]
+        if self._max_depth is not None and routing.depth > self._max_depth:
+            self._stats.drop("max_depth", len(requests))
+            return ()
         if self._seen is not None:
             checked = [r for r in requests if not r.dont_filter]
             if checked:
@@ -86,9 +86,9 @@ class Frontier:
                 if duplicates:
                     self._stats.drop("duplicate", len(duplicates))
                     requests = [r for r in requests if id(r) not in duplicates]
-        by_priority: defaultdict[int, list[Request]] = defaultdict(list)
+        by_priority: defaultdict[int, list[Routed]] = defaultdict(list)
         for request in requests:
-            by_priority[request.priority].append(request)
+            by_priority[request.priority].append(Routed(request, routing))
         if len(by_priority) == 1:
             [(priority, batch)] = by_priority.items()
             await self._queue.publish(REQUESTS, batch, key=key, priority=priority)
@@ -103,21 +103,21 @@ class Frontier:
         return requests
 
 
-def seen_scope(module: CompiledModule, request: Request) -> str:
-    """The dedup namespace of `request` (see `Frontier`): its module, account, or cron module run.
+def seen_scope(module: CompiledModule, routing: Routing) -> str:
+    """The dedup namespace of a request routed by `routing` (see `Frontier`): its module, account or cron run.
 
     Example:
         >>> from types import SimpleNamespace
-        >>> from mocra_core import Request
+        >>> from mocra_core.http import Routing
         >>> shop, news = SimpleNamespace(name="shop", cron=None), SimpleNamespace(name="news", cron="@hourly")
-        >>> seen_scope(shop, Request("https://example.com/a", account="alice"))  # type: ignore[arg-type]
+        >>> seen_scope(shop, Routing("shop/spider", account="alice"))  # type: ignore[arg-type]
         'shop:alice'
-        >>> seen_scope(news, Request("https://example.com/a", run="cron1700000000"))  # type: ignore[arg-type]
+        >>> seen_scope(news, Routing("news/spider", run="cron1700000000"))  # type: ignore[arg-type]
         'news:cron1700000000'
     """
     if module.cron is not None:
-        return f"{module.name}:{request.run}"
-    return module.name if request.account is None else f"{module.name}:{request.account}"
+        return f"{module.name}:{routing.run}"
+    return module.name if routing.account is None else f"{module.name}:{routing.account}"
 
 
 def seen_key(fingerprint: bytes, scope: str) -> bytes:

@@ -12,7 +12,7 @@ from ._fan_in import open_units
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ..http import RequestRecord
+    from ..http import RoutedRecord
     from ..modules import CompiledModule, Route
     from ..queue import QueueBackend
     from ._module_table import ModuleTable
@@ -53,7 +53,7 @@ class TaskRouter:
         *,
         run: str | None,
         account: str | None,
-        origin: RequestRecord | None,
+        origin: RoutedRecord | None,
     ) -> None:
         """Queue the tasks asked for by `routes` from `node` (a bare node id)."""
         tasks: list[Task] = []
@@ -91,7 +91,7 @@ class TaskRouter:
         *,
         run: str | None,
         account: str | None,
-        origin: RequestRecord | None,
+        origin: RoutedRecord | None,
     ) -> None:
         """The advance gate: `node` produced nothing, so start each (non fan-in) successor once per run."""
         if not module.node(node).advance:

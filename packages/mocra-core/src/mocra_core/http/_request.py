@@ -1,4 +1,4 @@
-"""`Request`: what a stage asks the downloader to fetch."""
+"""`Request`: what a stage asks the downloader to fetch (what the user set; its routing travels beside it)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     """The wire and disk form of a `Request` (msgpack); fields are only ever appended, with defaults.
 
     Its fields are the one list of a request's fields: `Request`'s slots, `to_record`, `from_record` and
-    `replace` follow it; a field added here is added to `Request.__init__` too (a test checks).
+    `replace` follow it; a field added here is added to `Request.__init__` and appended to `RoutedRecord`
+    too (a test checks). The engine's routing is not a request field: it travels beside it (`Routing`).
     """
 
     url: str
@@ -67,11 +68,7 @@ class RequestRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     dont_filter: bool = False
     max_retries: int | None = None
     callback: str | None = None
-    node: str | None = None
     downloader: str | None = None
-    depth: int = 0
-    run: str | None = None
-    account: str | None = None
 
 
 _FIELDS = RequestRecord.__struct_fields__
@@ -79,7 +76,7 @@ _VALUES = operator.attrgetter(*_FIELDS)  # a request's values in the record's fi
 
 
 class Request:
-    """One HTTP request to make, with what the crawl needs to route its response.
+    """One HTTP request to make: what you set, nothing the engine adds (its routing travels beside it).
 
     `params`, `json` and `form` are folded into `url` and `body` when the request is made, so what is
     fingerprinted, queued and downloaded is exactly what you see on the object.
@@ -99,11 +96,7 @@ class Request:
         dont_filter: Skip the seen-set check (fetch even if already seen).
         max_retries: Retries for this request, overriding the retry policy's default.
         callback: Name of the spider method that parses the response; `None` means `parse`.
-        node: Module node that owns this request; set by the engine.
         downloader: Name of a registered downloader to use instead of the default.
-        depth: Number of follow hops from a seed; set by the engine.
-        run: Id of the module run this request belongs to; set by the engine.
-        account: Account whose session (login, cookies) this request uses; set by the engine from the task.
 
     Raises:
         InvalidURL: `url` has no host, a scheme other than http/https, or a bad port.
@@ -136,11 +129,7 @@ class Request:
         dont_filter: bool = False,
         max_retries: int | None = None,
         callback: str | None = None,
-        node: str | None = None,
         downloader: str | None = None,
-        depth: int = 0,
-        run: str | None = None,
-        account: str | None = None,
     ) -> None:
         if params:
             url = _add_params(url, params)
@@ -164,11 +153,7 @@ class Request:
         self.dont_filter = dont_filter
         self.max_retries = max_retries
         self.callback = callback
-        self.node = node
         self.downloader = downloader
-        self.depth = depth
-        self.run = run
-        self.account = account
         self._fingerprint: bytes | None = None
 
     def replace(self, **changes: Any) -> Request:

@@ -10,6 +10,7 @@ import msgspec
 
 from ._charset import declared_encoding, decode_body, decode_lossy
 from ._request import Request, RequestRecord
+from ._route import NO_ROUTING, Routing
 from ._selector import base_href, iter_attribute, may_have_base, parse_html, select, select_first
 from ._url import BaseURL, clean_href, escape_url, needs_escape
 
@@ -38,6 +39,7 @@ class ResponseRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     body: bytes
     request: RequestRecord
     elapsed: float = 0.0
+    routing: Routing | None = None  # None: made outside the engine
 
 
 class Response:
@@ -55,6 +57,7 @@ class Response:
         body: The decoded (decompressed) body.
         request: The request that produced this response.
         elapsed: Seconds from sending the request to the last body byte.
+        routing: Where the request belongs in the crawl (node, run, depth, account); set by the engine.
 
     Example:
         >>> html = b'<base href="/docs/"><h1> Hi </h1><a href="a.html">A</a><a href="mailto:x@y">M</a>'
@@ -77,6 +80,7 @@ class Response:
         "elapsed",
         "headers",
         "request",
+        "routing",
         "status",
         "url",
     )
@@ -90,6 +94,7 @@ class Response:
         request: Request,
         *,
         elapsed: float = 0.0,
+        routing: Routing = NO_ROUTING,
     ) -> None:
         self.url = url
         self.status = status
@@ -97,6 +102,7 @@ class Response:
         self.body = body
         self.request = request
         self.elapsed = elapsed
+        self.routing = routing
         self._decoded: tuple[str, str, bool] | None = None
         self._tree: LexborHTMLParser | None = None
         self._base: BaseURL | None = None
@@ -295,6 +301,7 @@ class Response:
             body=self.body,
             request=self.request.to_record(),
             elapsed=self.elapsed,
+            routing=None if self.routing is NO_ROUTING else self.routing,
         )
 
     @classmethod
@@ -307,6 +314,7 @@ class Response:
             record.body,
             Request.from_record(record.request),
             elapsed=record.elapsed,
+            routing=NO_ROUTING if record.routing is None else record.routing,
         )
 
     def __repr__(self) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import msgspec
 
 from .._errors import InvalidURL
-from ..http import Request
+from ..http import Request, Routing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -37,7 +37,7 @@ class Route(msgspec.Struct, frozen=True):
     module: str | None = None
 
 
-class _Routing:
+class _RouteCalls:
     """Routing calls shared by `TaskCtx` and `Ctx`."""
 
     __slots__ = ()
@@ -83,6 +83,7 @@ class Seeds:
     Attributes:
         requests: The requests seeded so far.
         invalid: An `InvalidURL` (naming the URL and the problem) per URL that was set aside.
+        routing: Where every one of `requests` belongs (the engine queues it beside each).
 
     Example:
         >>> seeds = Seeds("books/spider")
@@ -92,12 +93,10 @@ class Seeds:
         ([<Request GET https://example.com/>], ['htp:/typo'])
     """
 
-    __slots__ = ("_account", "_node", "_run", "invalid", "requests")
+    __slots__ = ("invalid", "requests", "routing")
 
     def __init__(self, node: str, *, run: str | None = None, account: str | None = None) -> None:
-        self._node = node
-        self._run = run
-        self._account = account
+        self.routing = Routing(node, run, 0, account)
         self.requests: list[Request] = []
         self.invalid: list[InvalidURL] = []
 
@@ -125,16 +124,10 @@ class Seeds:
 
     def add(self, request: Request) -> None:
         """Seed a request as it is (any method, headers, body)."""
-        if request.node is None:
-            request.node = self._node
-        if request.run is None:
-            request.run = self._run
-        if request.account is None:
-            request.account = self._account
         self.requests.append(request)
 
 
-class TaskCtx(_Routing, Seeds, Generic[T]):
+class TaskCtx(_RouteCalls, Seeds, Generic[T]):
     """What `Node.generate` writes into: requests for the task, items, routes to other nodes.
 
     Requests made here carry the task's meta (updated by the `meta` you pass).
@@ -179,8 +172,12 @@ class TaskCtx(_Routing, Seeds, Generic[T]):
         self.items.append(item)
 
 
-class Ctx(_Routing, Generic[T]):
+class Ctx(_RouteCalls, Generic[T]):
     """What a parse callback writes into: items, requests to follow, and (for module nodes) routes.
+
+    Attributes:
+        response: The response being parsed.
+        routing: Where every one of `requests` belongs: the response's routing, one hop deeper.
 
     Example:
         >>> from mocra_core.http import Response
@@ -192,10 +189,14 @@ class Ctx(_Routing, Generic[T]):
         ([{'title': 'x'}], [<Request GET https://example.com/b/2>])
     """
 
-    __slots__ = ("_carry_meta", "errors", "invalid", "items", "requests", "response", "routes", "stop_reason")
+    __slots__ = (
+        "_carry_meta", "errors", "invalid", "items", "requests", "response", "routes", "routing",
+        "stop_reason",
+    )  # fmt: skip
 
     def __init__(self, response: Response, *, carry_meta: bool = False) -> None:
         self.response = response
+        self.routing = response.routing.deeper()  # one for every follow-up: they share it
         self.items: list[T] = []
         self.requests: list[Request] = []
         self.invalid: list[InvalidURL] = []
@@ -228,8 +229,8 @@ class Ctx(_Routing, Generic[T]):
 
         A relative URL resolves against the response's final URL. A `Request` keeps its method, headers,
         body and meta; `meta` given here is merged over it. The new request inherits the current callback
-        unless `callback` names another one; its depth is one more than this response's. In a module node,
-        the current meta is carried too (it is the task's).
+        unless `callback` names another one; its depth is one more than this response's (`routing`). In a
+        module node, the current meta is carried too (it is the task's).
 
         A link that cannot be crawled (`mailto:`, `javascript:`, no host) is not followed; it is logged and
         counted as dropped (`invalid_url`), and the rest of the page is kept.
@@ -254,11 +255,4 @@ class Ctx(_Routing, Generic[T]):
             request.callback = parent.callback
         if priority is not None:
             request.priority = priority
-        if request.node is None:
-            request.node = parent.node
-        if request.run is None:
-            request.run = parent.run
-        if request.account is None:
-            request.account = parent.account
-        request.depth = parent.depth + 1
         self.requests.append(request)

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from ..http import RequestRecord  # noqa: TC001 - msgspec resolves it at runtime
+from ..http import RoutedRecord  # noqa: TC001 - msgspec resolves it at runtime
 
 __all__ = ("Task",)
 
@@ -20,7 +20,7 @@ class Task(msgspec.Struct, kw_only=True, omit_defaults=True):
         meta: Data carried through every hop of the run.
         run: Id of the module run (one per start, per account, per cron firing).
         account: Account the run works for, if the module has accounts.
-        origin: The request whose parse sent this task (used by the fallback gate).
+        origin: The request whose parse sent this task, with its routing (used by the fallback gate).
         inputs: For a fan-in node: the meta of every task gathered for it.
         v: Schema version (fields are only ever appended, with defaults).
 
@@ -34,6 +34,6 @@ class Task(msgspec.Struct, kw_only=True, omit_defaults=True):
     meta: dict[str, Any] = {}
     run: str | None = None
     account: str | None = None
-    origin: RequestRecord | None = None
+    origin: RoutedRecord | None = None
     inputs: list[dict[str, Any]] = []
     v: int = 1

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ...dedup import SeenSet
     from ...download import Downloader, RobotsPolicy
     from ...download._protocol import HopCheckingDownloader
-    from ...http import Request, Response
+    from ...http import Request, Response, Routing
     from ...modules import CompiledModule
 
 __all__ = ("HopGuard",)
@@ -46,11 +46,16 @@ class HopGuard:
         self._seen = seen
         self._robots = robots
 
-    async def download(self, downloader: Downloader, request: Request, module: CompiledModule) -> Response:
-        """Download `request` with `downloader`, refusing hops (`HopRefused`) as the class notes say."""
+    async def download(
+        self, downloader: Downloader, request: Request, routing: Routing, module: CompiledModule
+    ) -> Response:
+        """Download `request` with `downloader`, refusing hops (`HopRefused`) as the class notes say.
+
+        `routing` and `module` name the request's dedup scope.
+        """
         if self._seen is None and self._robots is None:
             return await downloader.download(request)
-        check = _Chain(self._seen, self._robots, request, module).check
+        check = _Chain(self._seen, self._robots, request, (module, routing)).check
         if checks_hops(downloader):
             return await cast("HopCheckingDownloader", downloader).download(request, hop=check)
         response = await downloader.download(request)
@@ -65,15 +70,19 @@ class HopGuard:
 class _Chain:
     """The hop check of one download: remembers the chain's own seen keys."""
 
-    __slots__ = ("_keys", "_module", "_request", "_robots", "_scope", "_seen")
+    __slots__ = ("_keys", "_request", "_robots", "_route", "_scope", "_seen")
 
     def __init__(
-        self, seen: SeenSet | None, robots: RobotsPolicy | None, request: Request, module: CompiledModule
+        self,
+        seen: SeenSet | None,
+        robots: RobotsPolicy | None,
+        request: Request,
+        route: tuple[CompiledModule, Routing],
     ) -> None:
         self._seen = seen
         self._robots = robots
         self._request = request
-        self._module = module
+        self._route = route  # the dedup scope's parts; the scope is made at the first hop (most have none)
         self._scope = ""
         self._keys: list[bytes] = []  # the own key first, made at the first hop (most have none)
 
@@ -84,7 +93,7 @@ class _Chain:
             return None
         keys = self._keys
         if not keys:
-            self._scope = seen_scope(self._module, self._request)
+            self._scope = seen_scope(*self._route)
             keys.append(seen_key(self._request.fingerprint, self._scope))
         key = seen_key(fingerprint(hop.method, hop.url, hop.body), self._scope)
         if key in keys:

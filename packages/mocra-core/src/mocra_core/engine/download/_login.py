@@ -47,16 +47,20 @@ class LoginManager:
         self._downloaders = downloaders
         self._accounts: dict[str, _Account] = {}
 
-    def downloader_for(self, module: CompiledModule, request: Request) -> Downloader | None:
-        """The downloader (the account's session, when the module has accounts or a login) for `request`."""
+    def downloader_for(
+        self, module: CompiledModule, request: Request, account: str | None
+    ) -> Downloader | None:
+        """The downloader (`account`'s session, when the module has accounts or a login) for `request`."""
         base = self._downloaders.get(request.downloader or "default")
         if base is None or (module.login is None and not module.accounts):
             return base
         session = getattr(base, "session", None)
-        return session(_key(module, request.account)) if callable(session) else base
+        return session(_key(module, account)) if callable(session) else base
 
-    async def prepare(self, module: CompiledModule, request: Request, downloader: Downloader) -> int:
-        """Log the account in if needed and add its login headers and cookies to `request`.
+    async def prepare(
+        self, module: CompiledModule, request: Request, account: str | None, downloader: Downloader
+    ) -> int:
+        """Log `account` (the request's) in if needed and add its login headers and cookies to `request`.
 
         Returns:
             The login generation used (pass it to `invalidate`).
@@ -66,11 +70,11 @@ class LoginManager:
         """
         if module.login is None:
             return 0
-        state = self._accounts.setdefault(_key(module, request.account), _Account())
+        state = self._accounts.setdefault(_key(module, account), _Account())
         if state.login is None and state.error is None:
             async with state.lock:
                 if state.login is None and state.error is None:
-                    await self._login(module, request.account, downloader, state)
+                    await self._login(module, account, downloader, state)
         if state.error is not None:
             raise state.error
         assert state.login is not None

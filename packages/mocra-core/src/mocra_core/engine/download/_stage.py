@@ -17,6 +17,7 @@ import anyio
 import msgspec
 
 from ..._errors import DownloadError, HopRefused
+from ...http import Routed
 from ...modules import LoginFailed
 from ...topics import REQUESTS, response_topic
 from .._transient import TRANSIENT, retry_later
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
     from ...download import DomainLimiter, Downloader, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
     from ...download._permit import Permit
-    from ...http import Request, Response
+    from ...http import Request, Response, Routing
     from ...middleware import MiddlewareChain
     from ...modules import CompiledModule
     from ...observe import Stats
@@ -60,12 +61,19 @@ class Politeness:
 class _Prepared:
     """A request ready for its domain's slot, and what its download needs."""
 
-    __slots__ = ("domain", "downloader", "generation", "module", "request")
+    __slots__ = ("domain", "downloader", "generation", "module", "request", "routing")
 
     def __init__(
-        self, request: Request, module: CompiledModule, downloader: Downloader, generation: int, domain: str
+        self,
+        request: Request,
+        routing: Routing,
+        module: CompiledModule,
+        downloader: Downloader,
+        generation: int,
+        domain: str,
     ) -> None:
         self.request = request
+        self.routing = routing
         self.module = module
         self.downloader = downloader
         self.generation = generation
@@ -145,21 +153,21 @@ class DownloadStage:
 
     async def _prepare(self, delivery: Delivery) -> tuple[str, _Prepared] | None:
         """All before the domain's slot; its domain and what `_fetch` needs, or None once it is finished."""
-        request: Request = delivery.payload  # type: ignore[assignment]
+        routed: Routed = delivery.payload  # type: ignore[assignment]
         if self._budget is not None and self._budget.spent:
             await self._budget_spent(delivery)
             return None
-        module = self._modules.find(request.node)
+        module = self._modules.find(routed.routing.node)
         if module is None:
-            await self._modules.foreign(delivery, request.node)
+            await self._modules.foreign(delivery, routed.routing.node)
             return None
         try:
-            prepared = await self._ready(delivery, request, module)
+            prepared = await self._ready(delivery, routed, module)
         except anyio.get_cancelled_exc_class():
             await self._cancelled(delivery)
             raise
         except Exception as exc:
-            await self._failed(delivery, request, module, exc)
+            await self._failed(delivery, routed, module, exc)
             return None
         return None if prepared is None else (prepared.domain, prepared)
 
@@ -170,7 +178,7 @@ class DownloadStage:
             await self._cancelled(delivery)
             raise
         except Exception as exc:
-            await self._failed(delivery, prepared.request, prepared.module, exc)
+            await self._failed(delivery, Routed(prepared.request, prepared.routing), prepared.module, exc)
 
     async def _cancelled(self, delivery: Delivery) -> None:
         with anyio.move_on_after(5, shield=True):
@@ -180,7 +188,7 @@ class DownloadStage:
                 await self._hand_back(delivery, 0, "worker cancelled")
 
     async def _failed(
-        self, delivery: Delivery, request: Request, module: CompiledModule, exc: Exception
+        self, delivery: Delivery, routed: Routed, module: CompiledModule, exc: Exception
     ) -> None:
         if isinstance(exc, TRANSIENT):  # the politeness gate, seen set or broker is out of reach for now
             if self._unparsed is not None:
@@ -189,19 +197,23 @@ class DownloadStage:
             return
         # a bug in a middleware or a downloader: keep the request, keep crawling
         self._stats.errors += 1
-        logger.error("download of %s failed unexpectedly", request.url, exc_info=exc)
-        await self._dead_letter(delivery, module, request, _describe(exc))
+        logger.error("download of %s failed unexpectedly", routed.request.url, exc_info=exc)
+        await self._dead_letter(delivery, module, routed.routing, _describe(exc))
 
     async def _gate_failed(self, delivery: Delivery, exc: Exception) -> None:
-        request: Request = delivery.payload  # type: ignore[assignment]
-        module = self._modules.find(request.node)
+        routed: Routed = delivery.payload  # type: ignore[assignment]
+        module = self._modules.find(routed.routing.node)
         assert module is not None  # it was found when the request was prepared
-        await self._failed(delivery, request, module, exc)
+        await self._failed(delivery, routed, module, exc)
 
-    async def _ready(self, delivery: Delivery, request: Request, module: CompiledModule) -> _Prepared | None:
-        """Robots.txt, middleware, login: the request ready for its domain's slot, or None once finished."""
-        if await self._runbook.is_stopped(request.run):
-            await self._drop(delivery, module, request, "stopped")
+    async def _ready(self, delivery: Delivery, routed: Routed, module: CompiledModule) -> _Prepared | None:
+        """Robots.txt, middleware, login: the request ready for its domain's slot, or None once finished.
+
+        Middleware sees the user's request only; its routing stays beside it, unchanged.
+        """
+        request, routing = routed
+        if await self._runbook.is_stopped(routing.run):
+            await self._drop(delivery, module, routing, "stopped")
             return None
         if self._chain.has_download or module.login is not None:  # the queued request stays as it was
             request = request.replace(
@@ -210,60 +222,62 @@ class DownloadStage:
         if self._chain.has_download:
             changed = await self._chain.before_request(request)
             if changed is None:
-                await self._drop(delivery, module, request, "middleware")
+                await self._drop(delivery, module, routing, "middleware")
                 return None
             request = changed
         if self._robots is not None and not await self._robots.allowed(request):
             logger.debug("robots.txt forbids %s", request.url)
-            await self._drop(delivery, module, request, "robots")
+            await self._drop(delivery, module, routing, "robots")
             return None
-        downloader = self._logins.downloader_for(module, request)
+        downloader = self._logins.downloader_for(module, request, routing.account)
         if downloader is None:
-            await self._dead_letter(delivery, module, request, f"no downloader named {request.downloader!r}")
+            await self._dead_letter(delivery, module, routing, f"no downloader named {request.downloader!r}")
             return None
         try:
-            generation = await self._logins.prepare(module, request, downloader)
+            generation = await self._logins.prepare(module, request, routing.account, downloader)
         except LoginFailed as exc:
-            await self._dead_letter(delivery, module, request, str(exc))
+            await self._dead_letter(delivery, module, routing, str(exc))
             return None
         domain = urlsplit(request.url).hostname or ""
         if self._robots is not None and domain not in self._delays_checked:
             self._apply_crawl_delay(domain, request.url)
-        return _Prepared(request, module, downloader, generation, domain)
+        return _Prepared(request, routing, module, downloader, generation, domain)
 
     async def _download(self, delivery: Delivery, prepared: _Prepared, permit: Permit) -> None:
-        request, module, downloader = prepared.request, prepared.module, prepared.downloader
-        generation, domain = prepared.generation, prepared.domain
+        request, routing, module = prepared.request, prepared.routing, prepared.module
+        downloader, generation, domain = prepared.downloader, prepared.generation, prepared.domain
         if self._budget is not None and not await self._budget.take():
             return await self._budget_spent(delivery)
         self._stats.requests += 1
         try:
             async with permit:
-                response = await self._hops.download(downloader, request, module)
+                response = await self._hops.download(downloader, request, routing, module)
         except DownloadError as exc:
             self._stats.bytes += exc.received  # a body cut at the cap was received too
             if isinstance(exc, HopRefused):
-                return await self._drop(delivery, module, request, exc.reason)
-            return await self._retry_or_dead_letter(delivery, module, request, error=exc)
+                return await self._drop(delivery, module, routing, exc.reason)
+            return await self._retry_or_dead_letter(delivery, module, prepared, error=exc)
+        response.routing = routing
         retry_after = response.headers.get("retry-after")
         if delivery.attempt == 1 or response.status < 400:  # a URL failing again backs off alone (nack)
             self._limiter.feedback(domain, response.status, retry_after)
         self._stats.response(domain, response.status, len(response.body), response.elapsed)
         if response.status in module.relogin_on and self._logins.invalidate(
-            module, request.account, generation
+            module, routing.account, generation
         ):
             self._stats.retries += 1
             await self._hand_back(delivery, 0, f"HTTP {response.status}: logging in again")
             return None
         if response.status in self._retry.statuses:
             return await self._retry_or_dead_letter(
-                delivery, module, request, response=response, retry_after=retry_after
+                delivery, module, prepared, response=response, retry_after=retry_after
             )
         if self._chain.has_download:
             changed_response = await self._chain.after_response(response)
             if changed_response is None:
-                return await self._drop(delivery, module, request, "middleware")
+                return await self._drop(delivery, module, routing, "middleware")
             response = changed_response
+            response.routing = routing  # a middleware's new response belongs where the request does
         if self._direct is not None:
             self._handing.add(delivery._lease)
             try:
@@ -293,27 +307,28 @@ class DownloadStage:
             logger.info("robots.txt of %s asks for a crawl delay of %.2fs", domain, delay)
             self._limiter.configure(domain, delay=max(delay, self._limiter.state(domain).delay))
 
-    async def _drop(self, delivery: Delivery, module: CompiledModule, request: Request, why: str) -> None:
+    async def _drop(self, delivery: Delivery, module: CompiledModule, routing: Routing, why: str) -> None:
         self._stats.drop(why)
-        await self._fan_in.unit_done(module, request.run, request.account, _node(request))
+        await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing))
         await self._queue.ack([delivery])
 
     async def _dead_letter(
-        self, delivery: Delivery, module: CompiledModule, request: Request, why: str
+        self, delivery: Delivery, module: CompiledModule, routing: Routing, why: str
     ) -> None:
-        await self._fan_in.unit_done(module, request.run, request.account, _node(request))
+        await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing))
         await self._queue.dead_letter(delivery, reason=why)
 
     async def _retry_or_dead_letter(
         self,
         delivery: Delivery,
         module: CompiledModule,
-        request: Request,
+        prepared: _Prepared,
         *,
         error: BaseException | None = None,
         response: Response | None = None,
         retry_after: str | None = None,
     ) -> None:
+        request, routing = prepared.request, prepared.routing
         status = response.status if response is not None else None
         delay = self._retry.decide(
             request, delivery.attempt, status=status, error=error, retry_after=retry_after
@@ -326,13 +341,13 @@ class DownloadStage:
             return
         if error is not None and not self._retry.is_retryable(error=error):
             logger.warning("not retrying %s: %s", request.url, what)
-            return await self._dead_letter(delivery, module, request, f"{what} (not retryable)")
+            return await self._dead_letter(delivery, module, routing, f"{what} (not retryable)")
         logger.warning("giving up on %s after %d attempts: %s", request.url, delivery.attempt, what)
-        await self._dead_letter(delivery, module, request, f"{what} after {delivery.attempt} attempts")
+        await self._dead_letter(delivery, module, routing, f"{what} after {delivery.attempt} attempts")
 
 
-def _node(request: Request) -> str:
-    return (request.node or "").rpartition("/")[2]
+def _node(routing: Routing) -> str:
+    return (routing.node or "").rpartition("/")[2]
 
 
 def _describe(exc: BaseException | None) -> str:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ...http import Request
 from ...modules import Task, TaskCtx
 from ...topics import TASKS
 from .._feeder import Feeder
@@ -108,7 +107,7 @@ class GenerateStage:
         ctx: TaskCtx[Any] = TaskCtx(task, f"{module.name}/{task.node}", inputs=task.inputs)
         try:
             await module.node(task.node).generate(ctx)
-            await self._admission.admit(module, ctx.requests, redelivered=delivery.attempt > 1)
+            await self._admission.admit(module, ctx.requests, ctx.routing, redelivered=delivery.attempt > 1)
             await self._router.route(
                 module, task.node, ctx.routes, run=task.run, account=task.account, origin=task.origin
             )
@@ -149,16 +148,16 @@ class GenerateStage:
 
     async def _failed(self, delivery: Delivery, task: Task, exc: Exception) -> None:
         module = self._modules.module_of(task.module)
-        origin = Request.from_record(task.origin) if task.origin is not None else None
+        origin = task.origin.split() if task.origin is not None else None
         fallback = (
             task.node != module.entry
             and origin is not None
-            and await self._runbook.fallback_once(task.run, f"{task.node}:{origin.fingerprint.hex()}")
+            and await self._runbook.fallback_once(task.run, f"{task.node}:{origin.request.fingerprint.hex()}")
         )
         if fallback and origin is not None:
             logger.warning(
                 "generate of %s/%s failed (%s); re-injecting the request that led here, once: %s",
-                task.module, task.node, exc, origin.url,
+                task.module, task.node, exc, origin.request.url,
             )  # fmt: skip
             await self._admission.reinject(module, origin)
             self._stats.retries += 1

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ...http import RoutedRecord
 from ...modules import Ctx
 from ...topics import is_response_topic
 from .._transient import TRANSIENT, retry_later
@@ -111,7 +112,7 @@ class ParseStage:
         Never waits: False (nothing done) when no worker of the lane is idle, or once stopped; the
         caller then queues the response on the module's topic.
         """
-        node: str | None = delivery.payload.request.node  # type: ignore[attr-defined]
+        node: str | None = delivery.payload.routing.node  # type: ignore[attr-defined]
         return await self._lanes.hand((node or "").partition("/")[0], delivery)
 
     async def run(self, workers: int) -> None:
@@ -133,14 +134,14 @@ class ParseStage:
 
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
-        request = response.request
-        module = self._modules.find(request.node)
+        routing = response.routing
+        module = self._modules.find(routing.node)
         if module is None:
-            return await self._modules.foreign(delivery, request.node)
-        node = (request.node or "").rpartition("/")[2]
-        if await self._runbook.is_stopped(request.run):
+            return await self._modules.foreign(delivery, routing.node)
+        node = (routing.node or "").rpartition("/")[2]
+        if await self._runbook.is_stopped(routing.run):
             self._stats.drop("stopped")
-            await self._fan_in.unit_done(module, request.run, request.account, node)
+            await self._fan_in.unit_done(module, routing.run, routing.account, node)
             await self._queue.ack([delivery])
             return
         ctx: Ctx[Any] = Ctx(response, carry_meta=module.carry_meta)
@@ -164,12 +165,12 @@ class ParseStage:
         except Exception as exc:  # the user's callback (or routing) failed: record it, keep crawling
             self._stats.errors += 1
             logger.error(
-                "parse of %s failed in %s: %s", response.url, request.node, exc, exc_info=exc,
+                "parse of %s failed in %s: %s", response.url, routing.node, exc, exc_info=exc,
                 extra={"mocra_module": module.name, "url": response.url},
             )  # fmt: skip
             await self._dead_letter(delivery, module, node, "".join(traceback.format_exception(exc)).strip())
             return
-        await self._fan_in.unit_done(module, request.run, request.account, node)
+        await self._fan_in.unit_done(module, routing.run, routing.account, node)
         self.parsed += 1
         assert self._acker is not None
         await self._acker.ack(delivery)
@@ -193,26 +194,28 @@ class ParseStage:
         return items
 
     async def _continue(self, module: CompiledModule, node: str, ctx: Ctx[Any], *, redelivered: bool) -> None:
-        request = ctx.response.request
-        await self._admission.admit(module, ctx.requests, redelivered=redelivered)
-        origin = request.to_record() if module.graph.successors(node) or ctx.routes else None
+        response = ctx.response
+        routing = response.routing
+        await self._admission.admit(module, ctx.requests, ctx.routing, redelivered=redelivered)
+        has_successors = module.graph.successors(node) or ctx.routes
+        origin = RoutedRecord.join(response.request, routing) if has_successors else None
         if ctx.routes:
             await self._router.route(
-                module, node, ctx.routes, run=request.run, account=request.account, origin=origin
+                module, node, ctx.routes, run=routing.run, account=routing.account, origin=origin
             )
         elif not ctx.requests and module.successors(node):
             await self._router.advance(
-                module, node, ctx.meta, run=request.run, account=request.account, origin=origin
+                module, node, ctx.meta, run=routing.run, account=routing.account, origin=origin
             )
         if ctx.stop_reason is not None:
-            await self._runbook.stop(request.run, ctx.stop_reason)
+            await self._runbook.stop(routing.run, ctx.stop_reason)
         for message in ctx.errors:
             self._stats.errors += 1
-            logger.warning("%s: %s (%s)", request.node, message, ctx.response.url)
+            logger.warning("%s: %s (%s)", routing.node, message, response.url)
 
     async def _dead_letter(self, delivery: Delivery, module: CompiledModule, node: str, reason: str) -> None:
-        request = delivery.payload.request  # type: ignore[attr-defined]
-        await self._fan_in.unit_done(module, request.run, request.account, node)
+        routing = delivery.payload.routing  # type: ignore[attr-defined]
+        await self._fan_in.unit_done(module, routing.run, routing.account, node)
         await self._queue.dead_letter(delivery, reason=reason)
 
 
