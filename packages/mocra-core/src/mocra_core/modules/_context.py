@@ -84,6 +84,7 @@ class Seeds:
         requests: The requests seeded so far.
         invalid: An `InvalidURL` (naming the URL and the problem) per URL that was set aside.
         routing: Where every one of `requests` belongs (the engine queues it beside each).
+        sitemaps: The sitemap URLs seeded so far (`sitemap`).
 
     Example:
         >>> seeds = Seeds("books/spider")
@@ -93,12 +94,13 @@ class Seeds:
         ([<Request GET https://example.com/>], ['htp:/typo'])
     """
 
-    __slots__ = ("invalid", "requests", "routing")
+    __slots__ = ("invalid", "requests", "routing", "sitemaps")
 
     def __init__(self, node: str, *, run: str | None = None, account: str | None = None) -> None:
         self.routing = Routing(node, run, 0, account)
         self.requests: list[Request] = []
         self.invalid: list[InvalidURL] = []
+        self.sitemaps: list[str] = []
 
     def get(
         self,
@@ -125,6 +127,26 @@ class Seeds:
     def add(self, request: Request) -> None:
         """Seed a request as it is (any method, headers, body)."""
         self.requests.append(request)
+
+    def sitemap(self, url: str) -> None:
+        """Seed a sitemap (a spider's): its pages are crawled as the spider's `sitemap_*` attributes say.
+
+        A sitemap index, a gzip or plain-text sitemap, or a robots.txt (its `Sitemap:` lines). Each
+        sitemap is a task of its own, read while it streams, by whichever worker takes it. A `url` that is
+        not an absolute http(s) URL is not seeded: its `InvalidURL` goes to `invalid`.
+
+        Example:
+            >>> seeds = Seeds("shop/spider")
+            >>> seeds.sitemap("https://example.com/robots.txt")
+            >>> seeds.sitemaps, seeds.requests
+            (['https://example.com/robots.txt'], [])
+        """
+        try:
+            Request(url)
+        except InvalidURL as exc:
+            self.invalid.append(exc)
+            return
+        self.sitemaps.append(url)
 
 
 class TaskCtx(_RouteCalls, Seeds, Generic[T]):
