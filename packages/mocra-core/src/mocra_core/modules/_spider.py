@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Sequence
+    from datetime import datetime
 
     from ..http import Response
     from ..scope import ScopeStrategy, UrlRules
@@ -41,6 +43,14 @@ class Spider(Generic[T]):
             scheme, path or port is a `ConfigError` naming `<name>.allowed_domains`.
         rules: Allow/deny rules (`UrlRules(Deny("**/logout*"), ...)`) every follow-up must pass too, after
             the scope; `None` allows everything in scope.
+        sitemap_urls: Sitemaps (or sitemap indexes, gzip or not, XML or plain text) the default `start`
+            seeds; a URL ending in `/robots.txt` stands for the sitemaps its `Sitemap:` lines name.
+        sitemap_rules: (regex, callback name) pairs for the pages of those sitemaps: the first whose regex
+            `re.search`es the URL names the callback, and a page matching none is skipped. Empty: every
+            page goes to `parse`.
+        sitemap_follow: Regexes the URL of a sitemap listed by an index must match to be read; empty: all.
+        sitemap_alternate_links: Crawl each page's alternate links (`<xhtml:link rel="alternate">`) too.
+        sitemap_since: Skip pages (and nested sitemaps) whose `<lastmod>` is older; timezone-aware.
 
     Example:
         >>> from mocra_core.http import Response
@@ -61,11 +71,18 @@ class Spider(Generic[T]):
     scope: ClassVar[ScopeStrategy | None] = None
     allowed_domains: ClassVar[Sequence[str]] = ()
     rules: ClassVar[UrlRules | None] = None
+    sitemap_urls: ClassVar[Sequence[str]] = ()
+    sitemap_rules: ClassVar[Sequence[tuple[str | re.Pattern[str], str]]] = ()
+    sitemap_follow: ClassVar[Sequence[str | re.Pattern[str]]] = ()
+    sitemap_alternate_links: ClassVar[bool] = False
+    sitemap_since: ClassVar[datetime | None] = None
 
     async def start(self, seeds: Seeds) -> None:
-        """Seed the first requests; by default one GET per URL in `start_urls`."""
+        """Seed the first requests; by default one GET per URL in `start_urls` and the `sitemap_urls`."""
         for url in self.start_urls:
             seeds.get(url)
+        for url in self.sitemap_urls:
+            seeds.sitemap(url)
 
     async def parse(self, response: Response, ctx: Ctx[T]) -> None:
         """Parse a response: `ctx.emit(item)` and `ctx.follow(url)`. Override it."""
