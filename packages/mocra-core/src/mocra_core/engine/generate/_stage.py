@@ -12,6 +12,7 @@ from ...modules import Task, TaskCtx
 from ...topics import TASKS
 from .._feeder import Feeder
 from .._transient import TRANSIENT, retry_later
+from ._sitemaps import SITEMAP_NODE
 
 if TYPE_CHECKING:
     from ..._errors import InvalidURL
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .._router import TaskRouter
     from .._runbook import RunBook
     from ..parse import ItemWriter
+    from ._sitemaps import SitemapTasks
 
 __all__ = ("GenerateStage",)
 
@@ -52,6 +54,7 @@ class GenerateStage:
         writers: Each module's sink writer, by module name.
         stats: The run's counters.
         outage: The broker outage tracker, if any.
+        sitemaps: Runs sitemap tasks (node `SITEMAP_NODE`) and queues those a spider's `start` seeded.
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class GenerateStage:
         writers: dict[str, ItemWriter],
         stats: Stats,
         outage: Outage | None = None,
+        sitemaps: SitemapTasks | None = None,
     ) -> None:
         self._queue = queue
         self._modules = modules
@@ -76,6 +80,7 @@ class GenerateStage:
         self._stats = stats
         self._stopping = False
         self._outage = outage
+        self._sitemaps = sitemaps
         self.rejected: list[str] = []  # the first invalid URLs seeded (for the run's result)
         self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping, outage=outage)
 
@@ -104,10 +109,14 @@ class GenerateStage:
             await self._fan_in.unit_done(module, task.run, task.account, task.node)
             await self._queue.ack([delivery])
             return
+        if task.node == SITEMAP_NODE and self._sitemaps is not None:
+            return await self._sitemaps.handle(delivery, module, task)
         ctx: TaskCtx[Any] = TaskCtx(task, f"{module.name}/{task.node}", inputs=task.inputs)
         try:
             await module.node(task.node).generate(ctx)
             await self._admission.admit(module, ctx.requests, ctx.routing, redelivered=delivery.attempt > 1)
+            if ctx.sitemaps and self._sitemaps is not None:
+                await self._sitemaps.seed(module, task, ctx.sitemaps)
             await self._router.route(
                 module, task.node, ctx.routes, run=task.run, account=task.account, origin=task.origin
             )
