@@ -26,6 +26,8 @@ from ._runbook import RunBook
 from ._unparsed import UnparsedMarks
 from .download import DownloadStage, HopGuard, LoginManager, Pace, Politeness
 from .generate import CronClaims, GenerateStage, start_tasks
+from .generate._sitemap_plan import sitemap_plans
+from .generate._sitemaps import SitemapFetch, SitemapTasks
 from .parse import ItemWriter, ParseStage
 
 if TYPE_CHECKING:
@@ -143,8 +145,12 @@ class Wiring:
         parse = ParseStage(
             queue, modules, runbook, admission, router, fan_in, writers, self._chain, stats, unparsed, outage
         )
+        fetch = await stack.enter_async_context(SitemapFetch(settings.download, robots))  # closed at the end
+        sitemaps = SitemapTasks(
+            queue, admission, router, stats, fetch, sitemap_plans(self._modules), backends.seen
+        )
         generate = GenerateStage(
-            queue, modules, runbook, admission, router, fan_in, dict(writers), stats, outage
+            queue, modules, runbook, admission, router, fan_in, dict(writers), stats, outage, sitemaps
         )
         download = DownloadStage(
             queue,
