@@ -74,7 +74,7 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
     from mocra_core.dedup import LmdbSeenSet, MemorySeenSet, SeenSet
     from mocra_core.engine import EngineCodec
     from mocra_core.engine._frontier import REQUESTS, Frontier
-    from mocra_core.http import Request
+    from mocra_core.http import Request, Routing
     from mocra_core.observe import Stats
     from mocra_core.queue import LmdbQueue, MemoryQueue, QueueBackend
 
@@ -90,13 +90,16 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
         seen = MemorySeenSet()
     stats = Stats()
     frontier = Frontier(queue, seen, stats)
+    routing = Routing("bench/spider", depth=2)  # a page's follow-ups share one
     base = rss_parts()
     t0 = time.perf_counter()
     admitted = 0
     for start in range(0, n, batch):
         stop = min(start + batch, n)
-        requests = [Request(url(i), callback="parse_item", node="bench", depth=2) for i in range(start, stop)]
-        admitted += len(await frontier.submit(requests, scope="bench"))  # as the engine scopes a spider
+        requests = [Request(url(i), callback="parse_item") for i in range(start, stop)]
+        admitted += len(
+            await frontier.submit(requests, routing, scope="bench")
+        )  # as the engine scopes a spider
     push_s = time.perf_counter() - t0
     pushed = rss_parts()
     peak_after_push = peak_rss_mb()

@@ -11,7 +11,7 @@ import anyio
 from mocra_core.dedup import MemorySeenSet
 from mocra_core.engine._codec import EngineCodec
 from mocra_core.engine._frontier import Frontier
-from mocra_core.http import Request
+from mocra_core.http import Request, Routing
 from mocra_core.observe import Stats
 from mocra_core.queue import SpillingQueue
 
@@ -24,7 +24,9 @@ async def main():
         f = Frontier(q, seen, Stats())
         t = time.perf_counter()
         for b in range(0, 1_000_000, 1000):
-            await f.submit([Request(f"http://example.com/item/{i}?ref=x") for i in range(b, b + 1000)])
+            await f.submit(
+                [Request(f"http://example.com/item/{i}?ref=x") for i in range(b, b + 1000)], Routing()
+            )
         dt = time.perf_counter() - t
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         pending = await q.pending("request")
