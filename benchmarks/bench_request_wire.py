@@ -50,7 +50,7 @@ class _FlatRequest:
         request.headers = dict(record.headers)  # type: ignore[attr-defined]
         request.cookies = dict(record.cookies)  # type: ignore[attr-defined]
         request.meta = dict(record.meta)  # type: ignore[attr-defined]
-        request._fingerprint = None
+        request._fingerprint = None  # type: ignore[attr-defined]
         return request
 
 
