@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+import uuid
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
-from mocra_core.coordination import LocalCoordination
+from mocra_core.coordination import LocalCoordination, RedisCoordination
 from mocra_core.download import DomainLimiter, HttpxDownloader
 from mocra_core.download._autothrottle import (
     AutoThrottle,
@@ -19,7 +21,12 @@ from mocra_core.download._autothrottle import (
 from mocra_core.http import Request
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
+if TYPE_CHECKING:
+    from mocra_core.coordination import Coordination
+
 pytestmark = pytest.mark.anyio
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 HOST = "example.com"
 
@@ -89,10 +96,15 @@ def test_settings_are_checked() -> None:
 # ---------------------------------------------------------------------------------------------- sharing
 
 
-@pytest.mark.parametrize("shared", [True, False])
-async def test_processes_meet_in_the_store(shared: bool) -> None:
-    async with LocalCoordination() as coordination:
-        store = SharedPaceStore(coordination) if shared else LocalPaceStore()
+@pytest.mark.parametrize("where", ["process", "coordination", "redis"])
+async def test_processes_meet_in_the_store(where: str) -> None:
+    coordination: Coordination = (
+        RedisCoordination(REDIS_URL, namespace=f"mocra-test-{uuid.uuid4().hex}")
+        if where == "redis"
+        else LocalCoordination()
+    )
+    async with coordination:
+        store = LocalPaceStore() if where == "process" else SharedPaceStore(coordination)
         a = AutoThrottle(AutoThrottleSettings(target_concurrency=1.0, start_delay=0.1), store=store)
         b = AutoThrottle(AutoThrottleSettings(target_concurrency=1.0, start_delay=0.1), store=store)
         a.observe(HOST, 2.0, 200)  # a saw the host slow down
