@@ -63,7 +63,7 @@ def _sample() -> Routed:
 
 def _flat_request(routed: Routed) -> _FlatRequest:
     flat = _FlatRequest()
-    for name, value in msgspec.structs.asdict(RoutedRecord.join(*routed)).items():
+    for name, value in msgspec.structs.asdict(RoutedRecord.join(routed.request, routed.routing)).items():
         setattr(flat, name, value)
     return flat
 
@@ -104,7 +104,7 @@ def _flat() -> Any:
 
 
 def _old_bytes(codec: EngineCodec, routed: Routed) -> Any:
-    data = b"q" + msgspec.msgpack.encode(RoutedRecord.join(*routed))
+    data = b"q" + msgspec.msgpack.encode(RoutedRecord.join(routed.request, routed.routing))
 
     def decode(_: object) -> object:
         return codec.decode(data)
@@ -136,7 +136,7 @@ def main() -> None:
     for name, runs in times.items():
         median = statistics.median(runs)
         print(f"{name:9s} {median:5.2f} us ({min(runs):.2f}-{max(runs):.2f})  {median / flat:.3f}x flat")
-    flat_bytes = 1 + len(msgspec.msgpack.encode(RoutedRecord.join(*routed)))
+    flat_bytes = 1 + len(msgspec.msgpack.encode(RoutedRecord.join(routed.request, routed.routing)))
     print(f"wire bytes: flat {flat_bytes}, routed {len(codec.encode(routed))}")
 
 

@@ -127,7 +127,7 @@ def test_a_task_written_by_an_earlier_version_keeps_its_origin() -> None:
     task = EngineCodec().decode(b"t" + msgspec.msgpack.encode(old))
     assert isinstance(task, Task)
     assert task.origin is not None
-    request, routing = task.origin.split()
-    assert (_user_fields(request), routing) == (_old_user_fields(), OLD_ROUTING)
+    origin = task.origin.split()
+    assert (_user_fields(origin.request), origin.routing) == (_old_user_fields(), OLD_ROUTING)
     again = EngineCodec().decode(EngineCodec().encode(task))
     assert again == task

@@ -69,8 +69,8 @@ def test_the_flat_record_holds_every_request_field_and_the_routing() -> None:
            "max_retries", "callback", "node", "downloader", "depth", "run", "account")  # fmt: skip
     assert flat[: len(old)] == old  # the layout earlier versions wrote: fields are only ever appended
     request, routing = _every_field_set(), Routing("shop/pages", "shop:alice:1", 7, "alice")
-    request_back, routing_back = RoutedRecord.join(request, routing).split()
-    assert (request_back.to_record(), routing_back) == (request.to_record(), routing)
+    back = RoutedRecord.join(request, routing).split()
+    assert (back.request.to_record(), back.routing) == (request.to_record(), routing)
 
 
 def test_a_request_comes_back_from_its_record_with_every_field_and_dicts_of_its_own() -> None:
@@ -94,6 +94,6 @@ def test_request_bytes_written_by_an_older_version_are_read() -> None:
     )
     routed = EngineCodec().decode(old)
     assert isinstance(routed, Routed)
-    request, routing = routed
-    got = (request.url, request.method, request.meta, routing)
+    request = routed.request
+    got = (request.url, request.method, request.meta, routed.routing)
     assert got == ("https://example.com/a", "GET", {"p": 1}, Routing("shop/pages", depth=2))

@@ -73,8 +73,9 @@ class EngineCodec:
             return self._flat_requests.decode(body).split()
         if tag == _FLAT_RESPONSE:
             flat = self._flat_responses.decode(body)
-            request, routing = flat.request.split()
+            routed = flat.request.split()
             return Response(
-                flat.url, flat.status, flat.headers, flat.body, request, elapsed=flat.elapsed, routing=routing
-            )
+                flat.url, flat.status, flat.headers, flat.body, routed.request, elapsed=flat.elapsed,
+                routing=routed.routing,
+            )  # fmt: skip
         raise ValueError(f"unknown payload tag {tag!r}")

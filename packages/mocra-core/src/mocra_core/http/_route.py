@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -43,8 +43,12 @@ class Routing(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
 NO_ROUTING = Routing()  # a response made outside the engine (tests, doctests) belongs nowhere
 
 
-class Routed(NamedTuple):
-    """A request and its routing, as the request queue carries them."""
+class Routed(msgspec.Struct, frozen=True, gc=False):
+    """A request and its routing, as the request queue carries them.
+
+    Not tracked by the garbage collector (it holds no cycle): a queue of a million costs 32 bytes and
+    no collector time each.
+    """
 
     request: Request
     routing: Routing

@@ -211,7 +211,7 @@ class DownloadStage:
 
         Middleware sees the user's request only; its routing stays beside it, unchanged.
         """
-        request, routing = routed
+        request, routing = routed.request, routed.routing
         if await self._runbook.is_stopped(routing.run):
             await self._drop(delivery, module, routing, "stopped")
             return None
@@ -255,6 +255,9 @@ class DownloadStage:
         except DownloadError as exc:
             self._stats.bytes += exc.received  # a body cut at the cap was received too
             if isinstance(exc, HopRefused):
+                if exc.reason == "offsite":
+                    self._stats.offsite(exc.url)
+                    return await self._drop(delivery, module, routing, None)
                 return await self._drop(delivery, module, routing, exc.reason)
             return await self._retry_or_dead_letter(delivery, module, prepared, error=exc)
         response.routing = routing
@@ -307,8 +310,12 @@ class DownloadStage:
             logger.info("robots.txt of %s asks for a crawl delay of %.2fs", domain, delay)
             self._limiter.configure(domain, delay=max(delay, self._limiter.state(domain).delay))
 
-    async def _drop(self, delivery: Delivery, module: CompiledModule, routing: Routing, why: str) -> None:
-        self._stats.drop(why)
+    async def _drop(
+        self, delivery: Delivery, module: CompiledModule, routing: Routing, why: str | None
+    ) -> None:
+        """Acknowledge a request left out on purpose, counted under `why` (`None`: counted already)."""
+        if why is not None:
+            self._stats.drop(why)
         await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing))
         await self._queue.ack([delivery])
 
