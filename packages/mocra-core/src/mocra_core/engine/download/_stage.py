@@ -3,11 +3,17 @@
 A worker prepares a request (robots.txt, middleware, login), then takes its domain's slot without waiting:
 a request whose domain cannot start one now is parked by the `DomainFeeder` and the worker takes another,
 so one slow, spaced or blocked domain never holds the workers of the others (no head-of-line blocking).
+
+Adaptive pace (`Pace`): with autoscale the feeder's workers hold a slot of the `AutoscaledConcurrency`;
+with autothrottle each host's delay in the limiter is the `AutoThrottle`'s: its start delay when the host
+is first seen, then moved by every response's latency (after the limiter's feedback) and every download
+error; robots.txt's `Crawl-delay` is a floor the throttle never goes under.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
     from .._runbook import RunBook
     from .._unparsed import UnparsedMarks
     from ._login import LoginManager
+    from ._pace import Pace
 
 __all__ = ("DownloadStage", "Politeness")
 
@@ -108,6 +115,7 @@ class DownloadStage:
         direct: Callable[[Delivery], Awaitable[bool]] | None = None,
         unparsed: UnparsedMarks | None = None,
         outage: Outage | None = None,
+        pace: Pace | None = None,
     ) -> None:
         self._queue = queue
         self._modules = modules
@@ -132,9 +140,14 @@ class DownloadStage:
             "download",
             politeness.limiter,
             outage=outage,
+            autoscale=None if pace is None else pace.autoscale,
             visibility_timeout=politeness.visibility_timeout,
         )
         self._delays_checked: set[str] = set()
+        self._throttle = None if pace is None else pace.throttle
+        self._paced: set[str] = set()  # hosts whose delay the throttle has set
+        if self._throttle is not None:
+            self._throttle.on_change = self._set_delay
 
     def stop(self) -> None:
         """Take no new requests; workers return after their current one (parked ones go back to the queue)."""
@@ -239,6 +252,9 @@ class DownloadStage:
             await self._dead_letter(delivery, module, routing, str(exc))
             return None
         domain = urlsplit(request.url).hostname or ""
+        if self._throttle is not None and domain not in self._paced:
+            self._paced.add(domain)
+            self._set_delay(domain, self._throttle.delay(domain))
         if self._robots is not None and domain not in self._delays_checked:
             self._apply_crawl_delay(domain, request.url)
         return _Prepared(request, routing, module, downloader, generation, domain)
@@ -249,6 +265,7 @@ class DownloadStage:
         if self._budget is not None and not await self._budget.take():
             return await self._budget_spent(delivery)
         self._stats.requests += 1
+        started = time.monotonic()
         try:
             async with permit:
                 response = await self._hops.download(downloader, request, routing, module)
@@ -259,11 +276,15 @@ class DownloadStage:
                     self._stats.offsite(exc.url)
                     return await self._drop(delivery, module, routing, None)
                 return await self._drop(delivery, module, routing, exc.reason)
+            if self._throttle is not None:  # an error can lengthen the host's delay, never shorten it
+                self._throttle.observe(domain, time.monotonic() - started, None)
             return await self._retry_or_dead_letter(delivery, module, prepared, error=exc)
         response.routing = routing
         retry_after = response.headers.get("retry-after")
         if delivery.attempt == 1 or response.status < 400:  # a URL failing again backs off alone (nack)
             self._limiter.feedback(domain, response.status, retry_after)
+        if self._throttle is not None:
+            self._throttle.observe(domain, response.elapsed, response.status)
         self._stats.response(domain, response.status, len(response.body), response.elapsed)
         if response.status in module.relogin_on and self._logins.invalidate(
             module, routing.account, generation
@@ -308,7 +329,14 @@ class DownloadStage:
         delay = self._robots.crawl_delay(url)
         if delay:
             logger.info("robots.txt of %s asks for a crawl delay of %.2fs", domain, delay)
-            self._limiter.configure(domain, delay=max(delay, self._limiter.state(domain).delay))
+            if self._throttle is not None:  # a floor of the throttle's delay (which sets the limiter's)
+                self._throttle.floor(domain, delay)
+            else:
+                self._limiter.configure(domain, delay=max(delay, self._limiter.state(domain).delay))
+
+    def _set_delay(self, domain: str, delay: float) -> None:
+        """The throttle's delay of `domain` becomes the limiter's."""
+        self._limiter.configure(domain, delay=delay)
 
     async def _drop(
         self, delivery: Delivery, module: CompiledModule, routing: Routing, why: str | None
