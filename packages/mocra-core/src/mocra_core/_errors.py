@@ -167,7 +167,8 @@ def redact(url: str) -> str:
 class HopRefused(DownloadError):
     """A redirect hop was refused by the caller's hop check; the download stops there, on purpose.
 
-    `reason` is why (`"duplicate"`: the target was already seen; `"robots"`: robots.txt disallows it), the
+    `reason` is why (`"duplicate"`: the target was already seen; `"robots"`: robots.txt disallows it;
+    `"offsite"`: the target is out of the crawl's scope), the
     engine counts the request as dropped for that reason (not an error, not a dead letter). `url` is the
     refused target. A downloader that checks hops raises it from `download(request, hop=...)`; the engine
     raises it too when it finds a downloader without the hook landed on a refused URL (`received` then

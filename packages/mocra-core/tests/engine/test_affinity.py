@@ -60,7 +60,7 @@ async def test_tasks_and_requests_of_an_account_carry_its_partition_key(tmp_path
         router = TaskRouter(
             queue, ModuleTable({"shop": module}, queue), runbook, affinity=ownership.partition_key
         )
-        admission = Admission(Frontier(queue, None, stats), runbook, router)
+        admission = Admission(Frontier(queue, None, stats), runbook, router, stats)
         await router.seed([Task(module="shop", node="pages", account=a) for a in (*ACCOUNTS, None)])
         bob = Routing("shop/pages", run="shop:bob:1", account="bob")
         await admission.admit(module, [Request(f"http://127.0.0.1:9/bob/{i}") for i in range(2)], bob)

@@ -30,7 +30,8 @@ class Admission:
 
     Before the frontier, each request must be in its module's `scope` (relative to `origin`, the URL of
     the page it was found on) and pass the module's `rules`: one out of scope is dropped and counted
-    (`dropped["offsite"]`, its host in `offsite_hosts`), one the rules deny too (`dropped["rules"]`).
+    (`dropped["offsite"]`, its host in `offsite_hosts`), a link the rules deny too (`dropped["rules"]`; rules
+    sift links found on pages, not seeds).
     `dont_filter` requests skip both checks (as they skip dedup; Scrapy's offsite rule does the same).
     """
 
@@ -78,7 +79,8 @@ class Admission:
     def _in_scope(
         self, module: CompiledModule, requests: Sequence[Request], origin: str | None
     ) -> Sequence[Request]:
-        scope, rules = module.scope, module.rules
+        scope = module.scope
+        rules = module.rules if origin is not None else None  # rules sift found links, not seeds
         if rules is None and scope.admits_everything(origin):
             return requests
         kept: list[Request] = []

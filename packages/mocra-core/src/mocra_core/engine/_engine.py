@@ -157,7 +157,8 @@ class Engine:
     ) -> None:
         self._ownership = ownership
         self._cluster = cluster
-        self._modules = {module.name: module for module, _ in modules}
+        scope = settings.crawl.scope  # a module that declares no scope of its own takes the settings'
+        self._modules = {module.name: module.with_default_scope(scope) for module, _ in modules}
         self._sinks = {module.name: sink for module, sink in modules}
         self._settings = settings
         self._chain = chain

@@ -122,7 +122,7 @@ class Wiring:
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
         modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
         router = TaskRouter(queue, modules, runbook, affinity=affinity)
-        admission, fan_in = Admission(frontier, runbook, router), FanIn(runbook, router)
+        admission, fan_in = Admission(frontier, runbook, router, stats), FanIn(runbook, router)
         robots = (
             RobotsPolicy(downloaders["default"], user_agent=settings.download.user_agent)
             if crawl.obey_robots

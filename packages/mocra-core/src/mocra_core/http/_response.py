@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from selectolax.lexbor import LexborHTMLParser
 
+    from ..scope import UrlRules
     from ._selector import Node
 
 __all__ = ("Response", "ResponseRecord")
@@ -229,13 +230,16 @@ class Response:
         """
         return select_first(self._parsed(), selector)
 
-    def links(self, selector: str = "a[href]", *, attribute: str = "href") -> list[str]:
+    def links(
+        self, selector: str = "a[href]", *, attribute: str = "href", rules: UrlRules | None = None
+    ) -> list[str]:
         """Return the absolute http(s) URLs of the links matching `selector`, without duplicates, in order.
 
         Each `attribute` value is resolved as `urljoin` does (against `<base href>` when the page has one);
         empty and fragment-only values (`#top`) and anything that does not resolve to http or https
         (`javascript:`, `mailto:`, `tel:`, `data:`, ...) are skipped, and fragments are dropped (they never
-        reach the server).
+        reach the server). With `rules` (`UrlRules`), only the URLs they allow are returned. For more
+        control (regions, extensions, link text, nofollow) use `mocra_core.scope.LinkExtractor`.
 
         Raises:
             ValueError: `selector` is not valid CSS.
@@ -256,6 +260,8 @@ class Response:
             url = self._join(base, href)
             if url.partition(":")[0].lower() in _WEB_SCHEMES:
                 found[url.partition("#")[0]] = None
+        if rules is not None:
+            return [url for url in found if rules.allows(url)]
         return list(found)
 
     # ------------------------------------------------------------------ URLs

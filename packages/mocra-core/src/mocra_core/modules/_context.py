@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ..http import Response
+    from ..scope import UrlRules
     from ._task import Task
 
 __all__ = ("Ctx", "Route", "Seeds", "TaskCtx")
@@ -213,7 +214,7 @@ class Ctx(_RouteCalls, Generic[T]):
 
     __slots__ = (
         "_carry_meta", "errors", "invalid", "items", "requests", "response", "routes", "routing",
-        "stop_reason",
+        "ruled_out", "stop_reason",
     )  # fmt: skip
 
     def __init__(self, response: Response, *, carry_meta: bool = False) -> None:
@@ -222,6 +223,7 @@ class Ctx(_RouteCalls, Generic[T]):
         self.items: list[T] = []
         self.requests: list[Request] = []
         self.invalid: list[InvalidURL] = []
+        self.ruled_out = 0  # follows the `rules` of their own call denied
         self.routes: list[Route] = []
         self.errors: list[str] = []
         self.stop_reason: str | None = None
@@ -246,6 +248,7 @@ class Ctx(_RouteCalls, Generic[T]):
         callback: Callable[..., Any] | str | None = None,
         meta: Mapping[str, Any] | None = None,
         priority: int | None = None,
+        rules: UrlRules | None = None,
     ) -> None:
         """Follow a link or a request from this response; it is parsed by the same node.
 
@@ -255,10 +258,15 @@ class Ctx(_RouteCalls, Generic[T]):
         module node, the current meta is carried too (it is the task's).
 
         A link that cannot be crawled (`mailto:`, `javascript:`, no host) is not followed; it is logged and
-        counted as dropped (`invalid_url`), and the rest of the page is kept.
+        counted as dropped (`invalid_url`), and the rest of the page is kept. With `rules` (`UrlRules`), a
+        URL they deny is not followed either (counted as dropped, `rules`); the crawl's scope and the
+        spider's `rules` are applied to every follow after this, by the engine.
         """
         parent = self.response.request
         if isinstance(url_or_request, Request):
+            if rules is not None and not rules.allows(url_or_request.url):
+                self.ruled_out += 1
+                return
             request = url_or_request.replace()
             if meta:
                 request.meta.update(meta)
@@ -267,6 +275,9 @@ class Ctx(_RouteCalls, Generic[T]):
                 request = Request(self.response.urljoin(url_or_request), meta=meta)
             except InvalidURL as exc:
                 self.invalid.append(exc)
+                return
+            if rules is not None and not rules.allows(request.url):
+                self.ruled_out += 1
                 return
         if self._carry_meta and parent.meta:
             request.meta = {**parent.meta, **request.meta}

@@ -31,9 +31,10 @@ class Scope:
       address or a bare name such as `localhost` is its own domain.
     - `same-origin`: the same scheme, host and port.
 
-    Every strategy is an equivalence, so checking each follow against its parent request's URL (not the
-    final URL after redirects) keeps a whole crawl within its seed's site without carrying the seed:
-    a seed is its own origin (`origin=None` skips the strategy). `allowed_domains` (subdomains included,
+    Every strategy is an equivalence, so checking each follow against the page it was found on (the
+    response's final URL) and each redirect hop against its request's URL keeps a whole crawl within its
+    seeds' sites without carrying the seeds: a seed is its own origin (`origin=None` skips the strategy,
+    so a seed's own redirect, `http://example.com` to `https://www.example.com`, defines its site). `allowed_domains` (subdomains included,
     Scrapy's rule) is checked as well when given; a `Scope` with `allowed_domains` and no strategy uses
     `all`, one with neither uses `same-domain`. Hosts are compared canonically (case, IDNA, trailing dot,
     default ports). Answers are cached per host, so the check costs a dict lookup or two per link.
@@ -98,6 +99,15 @@ class Scope:
             self._keys.clear()
         self._keys[authority] = key
         return key
+
+    def admits_everything(self, origin: str | None = None) -> bool:
+        """True if every http(s) URL is in scope from `origin` (no allowed domains, and `all` or a seed).
+
+        Example:
+            >>> Scope("all").admits_everything(), Scope("same-domain").admits_everything("https://a.test/")
+            (True, False)
+        """
+        return not self._domains and (origin is None or self.strategy == "all")
 
     def allows(self, url: str, *, origin: str | None = None) -> bool:
         """True if `url` is in scope for a request that descends from `origin`.

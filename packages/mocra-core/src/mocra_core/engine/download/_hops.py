@@ -1,4 +1,4 @@
-"""`HopGuard`: a download's redirect hops checked as a follow is — robots.txt, then the seen set."""
+"""`HopGuard`: a download's redirect hops checked as a follow is — scope, robots.txt, then the seen set."""
 
 from __future__ import annotations
 
@@ -21,22 +21,25 @@ __all__ = ("HopGuard",)
 
 
 class HopGuard:
-    """Downloads a request with each redirect hop checked against robots.txt and the seen set.
+    """Downloads a request with each redirect hop checked against the scope, robots.txt and the seen set.
 
-    A hop is refused (the download raises `HopRefused`, which the download stage counts as a drop) when
-    robots.txt disallows its target (`"robots"`), or when its target's canonical fingerprint is already in
-    the seen set, in the request's dedup scope (`"duplicate"`). A hop let through marks its target seen,
-    in the same set the frontier uses, so a later link to it is dropped as a duplicate.
+    A hop is refused (the download raises `HopRefused`, which the download stage counts as a drop) when its
+    target is out of the module's scope (`"offsite"`: relative to the request's URL, as a follow is to its
+    page; a seed's hops, at depth 0, only to the scope's `allowed_domains`, so `http://example.com` may land
+    on `https://www.example.com`), when robots.txt disallows its target (`"robots"`), or when its target's
+    canonical fingerprint is already in the seen set, in the request's dedup scope (`"duplicate"`). A hop let
+    through marks its target seen, in the same set the frontier uses, so a later link to it is dropped as a
+    duplicate.
 
-    A retried or redelivered request re-reaches the targets its first attempt marked seen; that must not
-    read as a duplicate, or the page would be lost. So each hop also records a claim, "this request (its
-    scoped fingerprint) reached this target", in the same seen-set batch as the target itself. A target
-    already seen is refused only if the claim is new: another request got there first. The claim lives in
-    the seen set, so it holds across workers and restarts as the seen keys do. The price: a request whose
-    hop was refused, redelivered after a crash before it was acknowledged, fetches that target once
-    more (a rare duplicate fetch, never a loss). A hop back to a URL of the same chain (the request's own
-    URL after a cookie-setting bounce) is never a duplicate; loops are the downloader's to catch.
-    `dont_filter` requests mark their targets seen but are never refused as duplicates.
+    A retried or redelivered request re-reaches the targets its first attempt marked seen; that must not read
+    as a duplicate, or the page would be lost. So each hop also records a claim, "this request (its scoped
+    fingerprint) reached this target", in the same seen-set batch as the target itself. A target already seen
+    is refused only if the claim is new: another request got there first. The claim lives in the seen set, so
+    it holds across workers and restarts as the seen keys do. The price: a request whose hop was refused,
+    redelivered after a crash before it was acknowledged, fetches that target once more (a rare duplicate
+    fetch, never a loss). A hop back to a URL of the same chain (the request's own URL after a cookie-setting
+    bounce) is never a duplicate; loops are the downloader's to catch. `dont_filter` requests mark their
+    targets seen but are never refused as duplicates.
 
     A downloader without the hook (see `checks_hops`) is checked after the fact on its final
     `Response.url`: the page was fetched, but a refused one is not parsed (its bytes are counted).
@@ -53,7 +56,11 @@ class HopGuard:
 
         `routing` and `module` name the request's dedup scope.
         """
-        if self._seen is None and self._robots is None:
+        if (
+            self._seen is None
+            and self._robots is None
+            and module.scope.admits_everything(_origin(request, routing))
+        ):
             return await downloader.download(request)
         check = _Chain(self._seen, self._robots, request, (module, routing)).check
         if checks_hops(downloader):
@@ -87,6 +94,11 @@ class _Chain:
         self._keys: list[bytes] = []  # the own key first, made at the first hop (most have none)
 
     async def check(self, hop: Hop) -> str | None:
+        module, routing = self._route
+        if not self._request.dont_filter and not module.scope.allows(
+            hop.url, origin=_origin(self._request, routing)
+        ):
+            return "offsite"
         if self._robots is not None and not await self._robots.allows(hop.url):
             return "robots"
         if self._seen is None:
@@ -103,6 +115,11 @@ class _Chain:
         if fresh or not first_claim or self._request.dont_filter:
             return None
         return "duplicate"
+
+
+def _origin(request: Request, routing: Routing) -> str | None:
+    """What a hop of `request` is scoped against: its URL, or nothing for a seed (depth 0)."""
+    return request.url if routing.depth > 0 else None
 
 
 def _claim_key(request_key: bytes, target_key: bytes) -> bytes:

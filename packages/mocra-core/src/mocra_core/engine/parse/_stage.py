@@ -182,6 +182,8 @@ class ParseStage:
         return delivery.attempt > 1
 
     async def _items(self, ctx: Ctx[Any], response: Response) -> list[Any]:
+        if ctx.ruled_out:
+            self._stats.drop("rules", ctx.ruled_out)
         if ctx.invalid:
             self._stats.drop("invalid_url", len(ctx.invalid))
             for problem in ctx.invalid:
@@ -196,7 +198,9 @@ class ParseStage:
     async def _continue(self, module: CompiledModule, node: str, ctx: Ctx[Any], *, redelivered: bool) -> None:
         response = ctx.response
         routing = response.routing
-        await self._admission.admit(module, ctx.requests, ctx.routing, redelivered=redelivered)
+        await self._admission.admit(
+            module, ctx.requests, ctx.routing, origin=response.url, redelivered=redelivered
+        )
         has_successors = module.graph.successors(node) or ctx.routes
         origin = RoutedRecord.join(response.request, routing) if has_successors else None
         if ctx.routes:
