@@ -171,6 +171,7 @@ class Wiring:
             direct=parse.hand if unparsed is not None else None,
             unparsed=unparsed,
             outage=outage,
+            pace=pace,
         )
         return Stages(
             generate=generate, download=download, parse=parse, router=router, outage=outage, pace=pace
