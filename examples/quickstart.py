@@ -13,6 +13,7 @@ class Book(msgspec.Struct):
 class Books(Spider[Book]):
     name = "books"
     start_urls = ["http://127.0.0.1:8000/catalogue/page-1.html"]
+    scope = "same-domain"  # the default: links to other sites are not followed
 
     async def parse(self, response: Response, ctx: Ctx[Book]) -> None:
         for href in response.links("article.product_pod h3 a"):

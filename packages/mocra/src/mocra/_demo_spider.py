@@ -7,11 +7,12 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from mocra_core import Ctx, Response, Seeds, Spider
+from mocra_core import Allow, Ctx, Response, Seeds, Spider, UrlRules
 
 __all__ = ("Book", "BookSpider")
 
 _DIGITS = re.compile(r"\d+")
+_LISTINGS = UrlRules(Allow("**/catalogue/page-*"), Allow("**/admin/**"))  # anything else: not followed
 
 
 class Book(msgspec.Struct):
@@ -32,6 +33,7 @@ class BookSpider(Spider[Book]):
     """
 
     name = "books"
+    scope = "same-domain"  # the default, written out: links to other sites are dropped (`offsite`)
 
     def __init__(self, start_url: str) -> None:
         self.start_url = start_url
@@ -44,9 +46,8 @@ class BookSpider(Spider[Book]):
         """A catalogue page: follow every book and the next page."""
         for href in response.links("article.product_pod h3 a"):
             ctx.follow(href, callback=self.parse_book)
-        for href in response.links("ul.pager a, div.breadcrumb a, a"):
-            if "/catalogue/page-" in href or "/admin/" in href:
-                ctx.follow(href)
+        for href in response.links("ul.pager a, div.breadcrumb a, a", rules=_LISTINGS):
+            ctx.follow(href)
 
     async def parse_book(self, response: Response, ctx: Ctx[Book]) -> None:
         """A detail page: emit the book (a missing book answers 404 and is skipped)."""
