@@ -165,3 +165,22 @@ def test_an_unknown_default_strategy_names_the_setting() -> None:
     assert info.value.key == "crawl.scope"
     with pytest.raises(ConfigError, match="crawl.scope: unknown strategy 'nope'"):
         compile_module(Plain(), scope="nope")  # type: ignore[arg-type]
+
+
+def test_a_sitemap_spider_whose_rules_name_its_callbacks_needs_no_parse() -> None:
+
+    class Products(Spider[dict[str, str]]):
+        name = "products"
+        sitemap_urls = ("https://shop.example/sitemap.xml",)
+        sitemap_rules = ((r"/product/", "parse_product"),)
+
+        async def parse_product(self, response: Response, ctx: Ctx[dict[str, str]]) -> None:
+            ctx.emit({"url": response.url})
+
+    class NoParse(Spider[dict[str, str]]):
+        name = "bare"
+        sitemap_urls = ("https://shop.example/sitemap.xml",)
+
+    assert compile_module(Products()).name == "products"
+    with pytest.raises(ConfigError, match=r"bare\.parse"):
+        compile_module(NoParse())

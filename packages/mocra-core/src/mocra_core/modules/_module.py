@@ -305,7 +305,8 @@ def _chain(nodes: Sequence[Node[Any]]) -> Graph[Node[Any]]:
 def _compile_spider(name: str, spider: Spider[Any]) -> CompiledModule:
     from ._spider import Spider
 
-    if type(spider).parse is Spider.parse:
+    routed_elsewhere = bool(spider.sitemap_rules) and all(rule[1] != "parse" for rule in spider.sitemap_rules)
+    if type(spider).parse is Spider.parse and not routed_elsewhere:  # sitemap rules may name every callback
         raise ConfigError(f"{name}.parse", "the spider does not override parse(response, ctx)")
     for attr in ("start", "parse"):
         if not inspect.iscoroutinefunction(getattr(spider, attr)):

@@ -31,13 +31,14 @@ class Scope:
       address or a bare name such as `localhost` is its own domain.
     - `same-origin`: the same scheme, host and port.
 
-    Every strategy is an equivalence, so checking each follow against the page it was found on (the
-    response's final URL) and each redirect hop against its request's URL keeps a whole crawl within its
-    seeds' sites without carrying the seeds: a seed is its own origin (`origin=None` skips the strategy,
-    so a seed's own redirect, `http://example.com` to `https://www.example.com`, defines its site). `allowed_domains` (subdomains included,
-    Scrapy's rule) is checked as well when given; a `Scope` with `allowed_domains` and no strategy uses
-    `all`, one with neither uses `same-domain`. Hosts are compared canonically (case, IDNA, trailing dot,
-    default ports). Answers are cached per host, so the check costs a dict lookup or two per link.
+    Every strategy is an equivalence, so checking each follow against the page it was found on (the response's
+    final URL) and each redirect hop against its request's URL keeps a whole crawl within its seeds' sites
+    without carrying the seeds: a seed is its own origin (`origin=None` skips the strategy, so a seed's own
+    redirect, `http://example.com` to `https://www.example.com`, defines its site). `allowed_domains`
+    (subdomains included, Scrapy's rule) is checked as well when given; a `Scope` with `allowed_domains` and
+    no strategy uses `all`, one with neither uses `same-domain`. Hosts are compared canonically (case, IDNA,
+    trailing dot, default ports). Answers are cached per host, so the check costs a dict lookup or two per
+    link.
 
     Args:
         strategy: How a URL must relate to its origin; see above.
