@@ -24,6 +24,7 @@ attempt, which the parse stage does not take for a redelivery that may have been
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -58,6 +59,7 @@ PARK_PER_WORKER = 4
 HORIZON = 10.0
 """Seconds: a domain whose next start is further away sends its requests back to the queue."""
 _RESERVED_SLEEP = 0.005  # a start reserved sooner than this is slept for by the worker, not parked
+_NO_SLOT = contextlib.nullcontext()  # a worker's slot when no autoscale gate bounds them
 _GO, _HELD, _DONE = range(3)  # what `_admit` decided: fetch now, parked with its permit, nothing to do
 
 
@@ -208,14 +210,9 @@ class DomainFeeder(Generic[T]):
     async def _work(self, steps: DownloadSteps[T]) -> None:
         gate = self._autoscale
         while True:
-            if gate is not None:
-                await gate.acquire()
-            try:
+            async with _NO_SLOT if gate is None else gate.slot():
                 if not await self._handle_next(steps):
                     return
-            finally:
-                if gate is not None:
-                    gate.release()
 
     async def _handle_next(self, steps: DownloadSteps[T]) -> bool:
         """Take the next item and handle it; False once closed."""
