@@ -56,3 +56,23 @@ def test_the_progress_line_ends_on_the_summary_s_errors_and_dead_letters() -> No
     said = re.search(r"errors (\d+), dead letters (\d+)", summary.getvalue())
     assert shown is not None and said is not None, (last, summary.getvalue())
     assert shown.groups() == said.groups() == ("1", "2"), (last, summary.getvalue())
+
+
+def test_the_progress_line_and_summary_show_the_autoscalers_concurrency() -> None:
+    from mocra_core.engine import CrawlResult, Progress
+    from mocra_core.observe import StatsSnapshot
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    on, off = StatsSnapshot(responses=5, concurrency=12), StatsSnapshot(responses=5)
+    stream = Tty()
+    ProgressLine(stream).update(Progress(stats=on, queued={}))
+    ProgressLine(stream).update(Progress(stats=off, queued={}))
+    first, second = stream.getvalue().split("\r\x1b[2K")[1:]
+    assert "autoscale 12" in first and "autoscale" not in second
+
+    summary = io.StringIO()
+    print_summary(CrawlResult(reason="finished", stats=on), summary)
+    assert "autoscale: 12 downloads at once" in summary.getvalue()

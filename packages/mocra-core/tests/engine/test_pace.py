@@ -104,7 +104,8 @@ async def test_autoscale_completes_within_its_bounds(
     spider = Pages(*urls)
     caplog.set_level(logging.INFO, logger="mocra_core")
 
-    await (
+    seen: list[int] = []
+    engine = (
         builder.set(
             "crawl.concurrency=32",
             "crawl.per_domain_concurrency=32",
@@ -112,14 +113,17 @@ async def test_autoscale_completes_within_its_bounds(
             "crawl.min_concurrency=2",
         )
         .spider(spider)
-        .run_async()
+        .build()
     )
+    result = await engine.run(progress=lambda p: seen.append(p.stats.concurrency), progress_interval=0.05)
 
     assert spider.parsed == set(urls)
     found = logged(caplog, r"autoscale: (\d+) requests in flight at most, within \[(\d+), (\d+)\]")
     desired, low, high = map(int, found.groups())
     assert (low, high) == (2, 32)
     assert low <= desired <= high
+    assert 2 <= result.stats.concurrency <= 32  # the stats show the autoscaler's figure
+    assert seen and all(2 <= c <= 32 for c in seen)  # and so does every progress report
     assert handler.peak <= 16  # it starts at 32 / 4 and grows by a fifth a second at most
 
 

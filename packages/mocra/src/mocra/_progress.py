@@ -16,7 +16,7 @@ logger = logging.getLogger("mocra.progress")
 
 
 class ProgressLine:
-    """Shows pages, items, errors, dead letters, pages/s and queue depth; rewrites one line on a TTY.
+    """Shows pages, items, errors, dead letters, pages/s, queue depth (and autoscale); one line on a TTY.
 
     Args:
         stream: Where to draw on a terminal (usually stderr).
@@ -41,6 +41,8 @@ class ProgressLine:
         self._last = (now, s.responses)
         queued = sum(progress.queued.values())
         text = f"{counts_text(s)} | {rate:,.0f} pages/s | queued {queued:,}"
+        if s.concurrency:
+            text += f" | autoscale {s.concurrency}"
         if self._tty:
             self._stream.write("\r\x1b[2K" + text)
             self._stream.flush()

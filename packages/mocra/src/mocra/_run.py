@@ -125,6 +125,8 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         *_offsite_hosts(s),
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
     ]
+    if s.concurrency:
+        lines.append(f"  autoscale: {s.concurrency} downloads at once at the end (crawl.autoscale)")
     if result.reason == "unavailable":
         lines.append(
             "  the broker or shared store did not answer for crawl.outage_timeout seconds; what this worker"

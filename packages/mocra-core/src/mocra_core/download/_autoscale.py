@@ -153,6 +153,7 @@ class AutoscaledConcurrency:
         self.desired = max(self.min, min(self.max, start))
         self.running = 0
         self.idle: Callable[[], int] = lambda: 0
+        self.on_rescale: Callable[[int], object] = lambda desired: None  # told each new `desired`
         self.sampler = sampler or LoadSampler(
             interval=settings.sample_interval, memory_limit_bytes=settings.memory_limit_bytes
         )
@@ -225,6 +226,7 @@ class AutoscaledConcurrency:
         if desired != self.desired:
             self._scaled += 1
             self.desired = desired
+            self.on_rescale(desired)
             self._wake()
 
     def decide(self, window: Sequence[LoadSample], *, used: float) -> tuple[int, str]:

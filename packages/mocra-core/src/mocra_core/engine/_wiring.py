@@ -9,6 +9,7 @@ ledger, its writers or downloaders, and the run's stats and outage. The download
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
@@ -140,6 +141,9 @@ class Wiring:
             else await stack.enter_async_context(GatedLimiter(local, backends.gate))
         )
         pace = Pace.from_settings(settings, backends.coordination, shared=backends.plan.shared)
+        if pace.autoscale is not None:  # the stats show how many downloads it lets run at once
+            stats.concurrency = pace.autoscale.desired
+            pace.autoscale.on_rescale = functools.partial(setattr, stats, "concurrency")
         unparsed = UnparsedMarks(backends.coordination) if crawl.direct_parse else None
         outage = Outage(crawl.outage_timeout)
         parse = ParseStage(

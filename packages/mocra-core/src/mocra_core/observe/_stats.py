@@ -66,6 +66,8 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
     start); `runs` how many runs it covers; `latency_ms` is a run's own (percentiles do not add up).
     `offsite_hosts` holds the 10 hosts most dropped as out of scope, the rest summed under `"(other)"`,
     so its values add up to `dropped["offsite"]` (a job's: the top 10 of its runs' top 10s, approximate).
+    `concurrency` is how many downloads the autoscaler lets run at once (`crawl.autoscale`; 0 when it is
+    off): the latest figure, not a count.
     """
 
     requests: int = 0
@@ -82,6 +84,7 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
     latency_ms: dict[str, float] = {}
     elapsed: float = 0.0
     runs: int = 1
+    concurrency: int = 0
 
     @property
     def pages_per_second(self) -> float:
@@ -134,6 +137,7 @@ class Stats:
         self.status: Counter[int] = Counter()
         self.domains: Counter[str] = Counter()
         self.offsite_hosts: Counter[str] = Counter()
+        self.concurrency = 0  # the autoscaler's latest number of downloads at once; 0: autoscaling is off
         self.latency = LatencyHistogram()
         self._earlier = StatsSnapshot(runs=0)
 
@@ -207,6 +211,7 @@ class Stats:
             offsite_hosts=_top_hosts(self.offsite_hosts),
             latency_ms={f"p{p}": round(self.latency.percentile(p) * 1000, 2) for p in (50, 90, 99)},
             elapsed=self._clock() - self._started,
+            concurrency=self.concurrency,
         )
 
     def job_snapshot(self, *, domains: bool = True) -> StatsSnapshot:
@@ -244,6 +249,7 @@ class Stats:
             offsite_hosts=_top_hosts(Counter(e.offsite_hosts) + self.offsite_hosts) if domains else {},
             elapsed=e.elapsed + self._clock() - self._started,
             runs=e.runs + 1,
+            concurrency=self.concurrency,
         )
 
 
