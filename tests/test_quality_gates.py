@@ -28,5 +28,3 @@ def test_import_contracts_kept(ws: Workspace) -> None:
     result = ws.run(ws.tool("lint-imports"), "--no-cache")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
-
-
