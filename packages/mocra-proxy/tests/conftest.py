@@ -1,0 +1,85 @@
+"""Shared fixtures: the anyio backend and a small real HTTP server for provider endpoints (no mocra_core)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class Route:
+    """What the server answers on one path."""
+
+    body: bytes = b""
+    status: int = 200
+    content_type: str = "text/plain"
+    delay: float = 0.0
+
+
+@dataclass
+class Origin:
+    """A real HTTP server on 127.0.0.1 (port 0) in a thread; counts hits per path (query ignored)."""
+
+    port: int = 0
+    routes: dict[str, Route] = field(default_factory=dict)
+    hits: Counter[str] = field(default_factory=Counter)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def route(self, path: str, body: str | bytes, **options: object) -> str:
+        """Serve `body` on `path`; returns the full URL."""
+        data = body.encode() if isinstance(body, str) else body
+        self.routes[path] = Route(body=data, **options)  # type: ignore[arg-type]
+        return self.url(path)
+
+
+def _handler(origin: Origin) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.partition("?")[0]
+            origin.hits[path] += 1
+            route = origin.routes.get(path, Route(body=b"not found", status=404))
+            if route.delay:
+                time.sleep(route.delay)
+            self.send_response(route.status)
+            self.send_header("Content-Type", route.content_type)
+            self.send_header("Content-Length", str(len(route.body)))
+            self.end_headers()
+            self.wfile.write(route.body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def origin() -> Iterator[Origin]:
+    """A fresh local HTTP server per test."""
+    state = Origin()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, name="origin", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
