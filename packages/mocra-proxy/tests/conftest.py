@@ -75,7 +75,7 @@ def origin() -> Iterator[Origin]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, name="origin", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), name="origin", daemon=True)
     thread.start()
     try:
         yield state
