@@ -1,0 +1,412 @@
+"""`ProxyPool`: lease proxies by score, key and domain, with cooldowns, eviction, limits, tiers and refill."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Self
+
+import anyio
+
+from ._entry import INF, Entry
+from ._errors import ProxyPoolError
+from ._health import ProxyHealth
+from ._lease import Lease, LeaseContext
+from ._limits import Limits
+from ._policy import ScorePolicy
+from ._pool_view import NoProxyAvailable, PoolStats, count
+from ._probe import probe
+from ._state import MemoryState
+from ._tiers import DomainTier, Tiers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from types import TracebackType
+
+    from ._outcome import Outcome
+    from ._policy import SelectionPolicy
+    from ._probe import HealthCheck
+    from ._proxy import Proxy
+    from ._source import ProxySource
+    from ._state import PoolState
+
+__all__ = ("ProxyPool",)
+
+logger = logging.getLogger(__name__)
+UPKEEP_INTERVAL = 1.0  # seconds between refill checks and shared-state reads
+
+
+class ProxyPool:
+    """A pool of proxies from `sources`, leased one request at a time.
+
+    `async with` it: entering loads the sources, then background tasks refill it from the sources
+    (by weight) when fewer than `refill_below` proxies are healthy, read the shared `state` every second
+    and, with `health_check`, probe idle proxies.
+
+    Every reported outcome updates the proxy's `ProxyHealth`. A failure with a ban status or without a
+    status (a connect error, a timeout, an exception) cools the proxy down for
+    `cooldown * 2**(n-1)` seconds (n: cooldowns since its last success), at most `max_cooldown`; other
+    failures only count. `max_errors` failures in a row evict it for good. Expired proxies are dropped.
+
+    Args:
+        sources: Where proxies come from (`ProxySource`).
+        policy: Chooses among free proxies (default `ScorePolicy()`).
+        ban_statuses: Statuses that mean "this proxy is blocked".
+        max_errors: Consecutive failures that evict a proxy.
+        cooldown: First cooldown, seconds; doubles per repeat.
+        max_cooldown: Longest cooldown, seconds.
+        limits: Per-proxy and per-(proxy, domain) rate and concurrency (default: none).
+        tiers: Per-domain tier escalation (default `Tiers()`; `None` mixes all tiers).
+        refill_below: Refill from the sources when fewer proxies than this are healthy.
+        lease_timeout: Default seconds a lease waits for a free proxy.
+        health_check: Probe idle proxies (default: no probing).
+        state: Shared `PoolState` (default: a private `MemoryState`).
+        clock: Unix seconds (for expiry and cooldowns shared across processes); inject in tests.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_proxy import Proxy
+        >>> class Static:
+        ...     name, weight = "static", 1.0
+        ...     async def fetch(self): return [Proxy.parse("http://u:pw@10.0.0.1:8080")]
+        >>> async def demo() -> str:
+        ...     async with ProxyPool([Static()]) as pool, pool.lease(domain="example.com") as lease:
+        ...         await lease.ok(200)
+        ...         return lease.proxy.redacted
+        >>> anyio.run(demo)
+        'http://u:***@10.0.0.1:8080'
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[ProxySource],
+        *,
+        policy: SelectionPolicy | None = None,
+        ban_statuses: Iterable[int] = (403, 407, 429),
+        max_errors: int = 5,
+        cooldown: float = 1.0,
+        max_cooldown: float = 300.0,
+        limits: Limits | None = None,
+        tiers: Tiers | None = Tiers(),  # noqa: B008 - frozen
+        refill_below: int = 1,
+        lease_timeout: float = 30.0,
+        health_check: HealthCheck | None = None,
+        state: PoolState | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._sources = sorted(sources, key=lambda s: -s.weight)
+        self._policy = policy or ScorePolicy()
+        self._ban_statuses = frozenset(ban_statuses)
+        self._max_errors, self._cooldown, self._max_cooldown = max_errors, cooldown, max_cooldown
+        self._limits = limits or Limits()
+        self._tiers = tiers
+        self._refill_below, self._lease_timeout = refill_below, lease_timeout
+        self._health_check = health_check
+        self._shared = state is not None
+        self._state: PoolState = state or MemoryState()
+        self._clock = clock
+        self._entries: dict[str, Entry] = {}
+        self._by_tier: dict[int, list[Entry]] = {}
+        self._next_expiry = INF
+        self._sticky: dict[str, Entry] = {}
+        self._domain_tiers: dict[str, DomainTier] = {}
+        self._evicted: set[str] = set()
+        self._expired = 0
+        self._waiters = 0
+        self._waits = 0
+        self._changed = anyio.Event()
+        self._refill_wanted = anyio.Event()
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> Self:
+        await self._refill(everything=True)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._upkeep, name="proxy-pool-upkeep")
+        if self._health_check is not None:
+            self._tg.start_soon(self._probe_loop, self._health_check, name="proxy-pool-health-check")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel("proxy pool closed")
+        tg, self._tg = self._tg, None
+        return await tg.__aexit__(exc_type, exc, tb)
+
+    # ------------------------------------------------------------------ public API
+    def lease(
+        self, *, key: str | None = None, domain: str | None = None, timeout: float | None = None
+    ) -> LeaseContext:
+        """Hold a proxy for one request: `async with pool.lease(domain=...) as lease: ...`.
+
+        Args:
+            key: A sticky key (account, session): it keeps its proxy until that proxy fails.
+            domain: The target's domain, for per-domain limits and tiers.
+            timeout: Seconds to wait for a free proxy (default `lease_timeout`).
+
+        Raises:
+            NoProxyAvailable: No proxy became free within `timeout`; the message says why.
+        """
+        return LeaseContext(self, key, domain, timeout)
+
+    async def report(self, proxy: Proxy, outcome: Outcome, *, domain: str | None = None) -> None:
+        """Report an outcome for a proxy used outside a lease (ignored if it has left the pool)."""
+        entry = self._entries.get(proxy.id)
+        if entry is not None:
+            await self._report_entry(entry, outcome, domain)
+
+    @property
+    def proxies(self) -> list[Proxy]:
+        """The proxies in the pool now (not evicted, not expired)."""
+        return [entry.proxy for entry in self._entries.values()]
+
+    def health(self, proxy: Proxy) -> ProxyHealth | None:
+        """The pool's record of `proxy` (a live view), or `None` if it is not in the pool."""
+        entry = self._entries.get(proxy.id)
+        return None if entry is None else entry.health
+
+    def stats(self) -> PoolStats:
+        """Counts of proxies by condition, now."""
+        return count(
+            self._entries.values(),
+            self._clock(),
+            self._limits,
+            len(self._evicted),
+            self._expired,
+            self._waits,
+        )
+
+    # ------------------------------------------------------------------ leasing
+    async def _acquire(self, key: str | None, domain: str | None, patience: float | None) -> Lease:
+        deadline: float | None = None
+        while True:
+            now = self._clock()
+            if now >= self._next_expiry:
+                self._drop_expired(now)
+            tier = await self._tier(domain, now) if self._tiers is not None else None
+            entry, wait = self._pick(key, domain, tier, now)
+            if entry is not None:
+                entry.take(now, domain, self._limits)
+                return Lease(self, entry, domain, key)
+            limit = self._lease_timeout if patience is None else patience
+            if deadline is None:
+                deadline = anyio.current_time() + limit
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                raise NoProxyAvailable.explain(self.stats(), domain, tier, limit)
+            if len(self._entries) - self._cooling(now) < self._refill_below:
+                self._refill_wanted.set()
+            self._waits += 1
+            self._waiters += 1
+            try:
+                with anyio.move_on_after(min(wait, remaining)):
+                    await self._changed.wait()
+            finally:
+                self._waiters -= 1
+
+    def _pick(
+        self, key: str | None, domain: str | None, tier: int | None, now: float
+    ) -> tuple[Entry | None, float]:
+        """A free entry (or None and the seconds until one may be free)."""
+        limits = self._limits
+        if key is not None and (stuck := self._sticky.get(key)) is not None:
+            if stuck.id in self._entries and stuck.health.cooldown_until <= now:
+                at = stuck.ready_at(now, domain, limits)
+                return (stuck, 0.0) if at <= now else (None, at - now)
+            self._unstick(stuck)
+        pool = self._by_tier.get(tier, ()) if tier is not None else self._entries.values()
+        free: list[Entry] = []
+        earliest = INF
+        for entry in pool:
+            at = entry.ready_at(now, domain, limits)
+            if at <= now:
+                free.append(entry)
+            elif at < earliest:
+                earliest = at
+        if not free:
+            return None, earliest - now
+        chosen = free[0] if len(free) == 1 else free[self._policy.choose([e.health for e in free], now)]
+        if key is not None:
+            self._sticky[key] = chosen
+            chosen.keys.add(key)
+        return chosen, 0.0
+
+    def _release(self, entry: Entry, domain: str | None) -> None:
+        entry.give_back(domain)
+        if self._waiters:
+            self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    # ------------------------------------------------------------------ outcomes
+    async def _report_entry(self, entry: Entry, outcome: Outcome, domain: str | None) -> None:
+        now = self._clock()
+        health = entry.health
+        if outcome.ok:
+            health.succeed(outcome.latency, now)
+        else:
+            health.fail(outcome.latency, now, max_errors=self._max_errors)
+            self._unstick(entry)
+            banned = outcome.status in self._ban_statuses
+            if banned or outcome.status is None:
+                length = health.cool_down(now, self._cooldown, self._max_cooldown)
+                logger.debug(
+                    "proxy %s cools down for %.1f s (%s)",
+                    entry.proxy.redacted,
+                    length,
+                    outcome.status or outcome.error,
+                )
+            if banned and domain is not None and self._tiers is not None:
+                await self._on_ban(entry, domain, now)
+            if health.evicted:
+                self._evict(entry)
+        await self._state.save_health(entry.id, health)
+
+    async def _on_ban(self, entry: Entry, domain: str, now: float) -> None:
+        assert self._tiers is not None
+        state = self._domain_tiers.get(domain)
+        if state is None:
+            state = self._domain_tiers[domain] = self._tiers.start(self._by_tier, now)
+        before = state.tier
+        if self._tiers.on_ban(state, entry.proxy.tier, self._by_tier, now):
+            if state.tier != before:
+                logger.info("domain %s escalates from proxy tier %d to %d", domain, before, state.tier)
+            await self._state.save_tier(domain, state)
+
+    async def _tier(self, domain: str | None, now: float) -> int | None:
+        """The tier to lease from: the domain's (stepping down when due), else the cheapest."""
+        assert self._tiers is not None
+        available = self._by_tier
+        if not available:
+            return None
+        if domain is None:
+            return min(available)
+        state = self._domain_tiers.get(domain)
+        if state is None:
+            loaded = (await self._state.load((), (domain,)))[1] if self._shared else {}
+            state = self._domain_tiers[domain] = loaded.get(domain) or self._tiers.start(available, now)
+        if state.tier != min(available) and self._tiers.step_down(state, available, now):
+            logger.info("domain %s steps down to proxy tier %d", domain, state.tier)
+            await self._state.save_tier(domain, state)
+        if state.tier in available:
+            return state.tier
+        higher = [t for t in available if t > state.tier]
+        return min(higher) if higher else max(available)
+
+    def _unstick(self, entry: Entry) -> None:
+        for key in entry.keys:
+            if self._sticky.get(key) is entry:
+                del self._sticky[key]
+        entry.keys.clear()
+
+    # ------------------------------------------------------------------ membership
+    def _add(self, proxies: Iterable[Proxy], known: dict[str, ProxyHealth], now: float) -> int:
+        added = 0
+        for proxy in proxies:
+            pid = proxy.id
+            if pid in self._entries or pid in self._evicted or proxy.expired(now):
+                continue
+            health = known.get(pid) or ProxyHealth()
+            if health.evicted:
+                self._evicted.add(pid)
+                continue
+            self._entries[pid] = Entry(proxy, health)
+            added += 1
+        if added:
+            self._reindex()
+            self._notify()
+        return added
+
+    def _evict(self, entry: Entry) -> None:
+        logger.info(
+            "proxy %s evicted after %d errors in a row", entry.proxy.redacted, entry.health.consecutive_errors
+        )
+        self._evicted.add(entry.id)
+        self._remove(entry)
+
+    def _drop_expired(self, now: float) -> None:
+        for entry in [e for e in self._entries.values() if e.proxy.expired(now)]:
+            self._expired += 1
+            self._remove(entry)
+
+    def _remove(self, entry: Entry) -> None:
+        self._entries.pop(entry.id, None)
+        self._unstick(entry)
+        self._reindex()
+        self._refill_wanted.set()
+
+    def _reindex(self) -> None:
+        by_tier: dict[int, list[Entry]] = {}
+        for entry in self._entries.values():
+            by_tier.setdefault(entry.proxy.tier, []).append(entry)
+        self._by_tier = by_tier
+        expiries = [e.proxy.expires_at for e in self._entries.values() if e.proxy.expires_at is not None]
+        self._next_expiry = min(expiries, default=INF)
+
+    def _cooling(self, now: float) -> int:
+        return sum(1 for e in self._entries.values() if e.health.cooldown_until > now)
+
+    # ------------------------------------------------------------------ background
+    async def _refill(self, *, everything: bool = False) -> None:
+        """Fetch from the sources (by weight) until enough proxies are healthy (all of them on start)."""
+        for source in self._sources:
+            now = self._clock()
+            if not everything and len(self._entries) - self._cooling(now) >= self._refill_below:
+                return
+            try:
+                proxies = await source.fetch()
+            except (ProxyPoolError, OSError) as exc:
+                logger.warning("proxy source %s failed: %s", source.name, exc)
+                continue
+            fresh = [p for p in proxies if p.id not in self._entries and p.id not in self._evicted]
+            known, _ = await self._state.load([p.id for p in fresh], []) if fresh else ({}, {})
+            if self._add(fresh, known, self._clock()):
+                logger.debug(
+                    "proxy source %s refilled the pool (%d proxies)", source.name, len(self._entries)
+                )
+
+    async def _upkeep(self) -> None:
+        while True:
+            with anyio.move_on_after(UPKEEP_INTERVAL):
+                await self._refill_wanted.wait()
+            self._refill_wanted = anyio.Event()
+            if self._shared:
+                await self._sync()
+            await self._refill()
+
+    async def _sync(self) -> None:
+        """Read back the shared records: other pools' bans, cooldowns, evictions and domain tiers."""
+        health, tiers = await self._state.load(list(self._entries), list(self._domain_tiers))
+        for pid, record in health.items():
+            entry = self._entries.get(pid)
+            if entry is None:
+                continue
+            if record.evicted:
+                self._evicted.add(pid)
+                self._remove(entry)
+            else:
+                entry.health = record
+        self._domain_tiers.update(tiers)
+
+    async def _probe_loop(self, check: HealthCheck) -> None:
+        limiter = anyio.CapacityLimiter(check.concurrency)
+
+        async def one(entry: Entry) -> None:
+            async with limiter:
+                outcome = await probe(entry.proxy, check, self._ban_statuses)
+            if outcome is not None and entry.id in self._entries:
+                await self._report_entry(entry, outcome, None)
+
+        while True:
+            await anyio.sleep(check.interval)
+            async with anyio.create_task_group() as tg:
+                for entry in [e for e in self._entries.values() if e.slot.in_use == 0]:
+                    tg.start_soon(one, entry)
+
+    def __repr__(self) -> str:
+        return f"ProxyPool({len(self._entries)} proxies, policy={self._policy!r})"
