@@ -4,29 +4,54 @@ from __future__ import annotations
 
 from ._errors import ProxyPoolError
 from ._file import FileSource
+from ._health import ProxyHealth
+from ._lease import Lease, LeaseContext
+from ._limits import Limits
 from ._outcome import Outcome
+from ._policy import RandomPolicy, RoundRobinPolicy, ScorePolicy, SelectionPolicy
+from ._pool import ProxyPool
+from ._pool_view import NoProxyAvailable, PoolStats
+from ._probe import HealthCheck
 from ._provider import ProviderSource
 from ._proxy import SCHEMES, BadProxy, Proxy, Scheme
 from ._source import ProxySource
 from ._source_errors import ProviderError, SourceError
+from ._state import MemoryState, PoolState
 from ._static import StaticSource
+from ._tiers import DomainTier, Tiers
 from ._tunnel import TunnelSource
 
 __version__ = "0.1.0"
 
 __all__ = (
     "BadProxy",
+    "DomainTier",
     "FileSource",
+    "HealthCheck",
+    "Lease",
+    "LeaseContext",
+    "Limits",
+    "MemoryState",
+    "NoProxyAvailable",
     "Outcome",
+    "PoolState",
+    "PoolStats",
     "ProviderError",
     "ProviderSource",
     "Proxy",
+    "ProxyHealth",
+    "ProxyPool",
     "ProxyPoolError",
     "ProxySource",
+    "RandomPolicy",
+    "RoundRobinPolicy",
     "SCHEMES",
     "Scheme",
+    "ScorePolicy",
+    "SelectionPolicy",
     "SourceError",
     "StaticSource",
+    "Tiers",
     "TunnelSource",
     "__version__",
 )
