@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from ._config import (
+    PoolOptions,
+    ProxyConfigError,
+    ProxyPoolConfig,
+    RandomPolicyConfig,
+    RoundRobinPolicyConfig,
+    ScorePolicyConfig,
+)
 from ._errors import ProxyPoolError
 from ._file import FileSource
 from ._health import ProxyHealth
@@ -15,6 +23,13 @@ from ._probe import HealthCheck
 from ._provider import ProviderSource
 from ._proxy import SCHEMES, BadProxy, Proxy, Scheme
 from ._source import ProxySource
+from ._source_config import (
+    FileSourceConfig,
+    ProviderSourceConfig,
+    SourceConfig,
+    StaticSourceConfig,
+    TunnelSourceConfig,
+)
 from ._source_errors import ProviderError, SourceError
 from ._state import MemoryState, PoolState
 from ._static import StaticSource
@@ -27,6 +42,7 @@ __all__ = (
     "BadProxy",
     "DomainTier",
     "FileSource",
+    "FileSourceConfig",
     "HealthCheck",
     "Lease",
     "LeaseContext",
@@ -34,24 +50,34 @@ __all__ = (
     "MemoryState",
     "NoProxyAvailable",
     "Outcome",
+    "PoolOptions",
     "PoolState",
     "PoolStats",
     "ProviderError",
     "ProviderSource",
+    "ProviderSourceConfig",
     "Proxy",
+    "ProxyConfigError",
     "ProxyHealth",
     "ProxyPool",
+    "ProxyPoolConfig",
     "ProxyPoolError",
     "ProxySource",
     "RandomPolicy",
+    "RandomPolicyConfig",
     "RoundRobinPolicy",
+    "RoundRobinPolicyConfig",
     "SCHEMES",
     "Scheme",
     "ScorePolicy",
+    "ScorePolicyConfig",
     "SelectionPolicy",
+    "SourceConfig",
     "SourceError",
     "StaticSource",
+    "StaticSourceConfig",
     "Tiers",
     "TunnelSource",
+    "TunnelSourceConfig",
     "__version__",
 )
