@@ -33,8 +33,10 @@ class ScorePolicy:
     `score = success × speed × freshness`, where
     `success = (successes + 1) / (successes + failures + 2)` (a new proxy starts at 0.5),
     `speed = 1 / (1 + latency / latency_scale)` (latency: moving average, seconds) and
-    `freshness = 1 - 0.5 × exp(-idle / recency_scale)` (idle: seconds since last use), so a proxy just
-    used scores half as much and equal proxies take turns, while a clearly better one still wins.
+    `freshness = 1 - exp(-idle / recency_scale)` (idle: seconds since last use; 0 just after a use,
+    near 1 after a few `recency_scale` seconds). Equal proxies take turns; under load (idle much
+    shorter than `recency_scale`) the score is about `success × speed × idle`, so each proxy's share of
+    the leases follows its `success × speed`.
 
     Example:
         >>> from mocra_proxy import ProxyHealth
@@ -50,10 +52,8 @@ class ScorePolicy:
         """The proxy's score (between 0 and 1) at `now`."""
         success = (health.successes + 1) / (health.successes + health.failures + 2)
         speed = 1.0 / (1.0 + health.latency / self._latency_scale)
-        idle = now - health.last_used
-        freshness = (
-            1.0 - 0.5 * math.exp(-idle / self._recency_scale) if idle < 50 * self._recency_scale else 1.0
-        )
+        idle = max(now - health.last_used, 0.0)
+        freshness = 1.0 - math.exp(-idle / self._recency_scale) if idle < 50 * self._recency_scale else 1.0
         return success * speed * freshness
 
     def choose(self, candidates: Sequence[ProxyHealth], now: float) -> int:

@@ -134,7 +134,8 @@ class ProxyPool:
         assert self._tg is not None
         self._tg.cancel_scope.cancel("proxy pool closed")
         tg, self._tg = self._tg, None
-        return await tg.__aexit__(exc_type, exc, tb)
+        await tg.__aexit__(None, None, None)  # the block's own exception propagates as itself
+        return None
 
     # ------------------------------------------------------------------ public API
     def lease(
