@@ -278,3 +278,14 @@ async def test_tunnel_without_sessions_is_the_gateway() -> None:
 def test_tunnel_rejects_a_bad_session_format(session_format: str) -> None:
     with pytest.raises(ValueError, match="session_format"):
         TunnelSource("http://c:pw@gw:1", sessions=2, session_format=session_format)
+
+
+async def test_provider_logs_no_secrets(origin: Origin, caplog: pytest.LogCaptureFixture) -> None:
+    url = origin.route("/list", "10.0.0.1:8080\nhttp://bob:hunter2@10.0.0.2:3128/x\n")
+    with caplog.at_level(logging.DEBUG, logger="mocra_proxy"):
+        proxies = await ProviderSource(url + "?key=apikey123").fetch()
+    assert ids(proxies) == ["http://10.0.0.1:8080"]
+    records = [r for r in caplog.records if r.name.startswith("mocra_proxy")]
+    assert [r.levelname for r in records] == ["WARNING", "DEBUG"]
+    assert "list?key=***:2: skipped" in records[0].getMessage()
+    assert "hunter2" not in caplog.text and "apikey123" not in caplog.text
