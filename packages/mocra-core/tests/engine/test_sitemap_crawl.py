@@ -173,6 +173,7 @@ async def test_bad_sitemaps_are_dead_lettered_with_their_reason_and_the_others_c
     assert server.hits["/down.xml"] == 2  # retried, then dead-lettered by the queue
     assert server.hits["/missing.xml"] == 1  # a 404 is not retried
     assert [failure.attempt for failure in result.failures if "missing" in failure.reason] == [1]
+    assert f"sitemap {server.url('/missing.xml')} (pages)" in {failure.url for failure in result.failures}
 
 
 async def test_an_index_listing_itself_is_read_once(builder: MocraBuilder, server: LocalServer) -> None:

@@ -32,6 +32,7 @@ from ._stage_runner import Background, Progress, StageRunner, report_progress
 from ._transient import TRANSIENT
 from ._wiring import STAGES, Wiring, open_downloaders, open_writers
 from .generate import check_modules, seed_once
+from .generate._sitemaps import SITEMAP_NODE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -83,6 +84,8 @@ def describe_dead_letter(letter: DeadLetter) -> Failure:
         where = payload.request.url
     elif isinstance(payload, Request | Response):
         where = payload.url
+    elif isinstance(payload, Task) and payload.node == SITEMAP_NODE:
+        where = f"sitemap {payload.meta.get('url')} ({payload.module})"
     elif isinstance(payload, Task):
         where = f"task {payload.module}/{payload.node}"
     else:
