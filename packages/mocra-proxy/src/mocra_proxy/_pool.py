@@ -377,11 +377,14 @@ class ProxyPool:
                 await self._refill_wanted.wait()
             self._refill_wanted = anyio.Event()
             if self._shared:
-                await self._sync()
+                await self.sync()
             await self._refill()
 
-    async def _sync(self) -> None:
-        """Read back the shared records: other pools' bans, cooldowns, evictions and domain tiers."""
+    async def sync(self) -> None:
+        """Read the shared state now: other pools' bans, cooldowns, evictions and domain tiers.
+
+        The pool does this every second when it was given a `state`; call it to see them at once.
+        """
         health, tiers = await self._state.load(list(self._entries), list(self._domain_tiers))
         for pid, record in health.items():
             entry = self._entries.get(pid)
