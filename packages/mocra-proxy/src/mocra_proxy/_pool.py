@@ -8,21 +8,23 @@ from typing import TYPE_CHECKING, Self
 
 import anyio
 
-from ._entry import INF, Entry
+from ._domain_tiers import DomainTiers
 from ._errors import ProxyPoolError
-from ._health import ProxyHealth
 from ._lease import Lease, LeaseContext
 from ._limits import Limits
 from ._policy import ScorePolicy
 from ._pool_view import NoProxyAvailable, PoolStats, count
-from ._probe import probe
+from ._probe import probe_loop
+from ._roster import Roster
 from ._state import MemoryState
-from ._tiers import DomainTier, Tiers
+from ._tiers import Tiers
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from types import TracebackType
 
+    from ._entry import Entry
+    from ._health import ProxyHealth
     from ._outcome import Outcome
     from ._policy import SelectionPolicy
     from ._probe import HealthCheck
@@ -99,19 +101,14 @@ class ProxyPool:
         self._ban_statuses = frozenset(ban_statuses)
         self._max_errors, self._cooldown, self._max_cooldown = max_errors, cooldown, max_cooldown
         self._limits = limits or Limits()
-        self._tiers = tiers
         self._refill_below, self._lease_timeout = refill_below, lease_timeout
         self._health_check = health_check
         self._shared = state is not None
         self._state: PoolState = state or MemoryState()
         self._clock = clock
-        self._entries: dict[str, Entry] = {}
-        self._by_tier: dict[int, list[Entry]] = {}
-        self._next_expiry = INF
+        self._roster = Roster()
         self._sticky: dict[str, Entry] = {}
-        self._domain_tiers: dict[str, DomainTier] = {}
-        self._evicted: set[str] = set()
-        self._expired = 0
+        self._tiers = None if tiers is None else DomainTiers(tiers, self._state, shared=self._shared)
         self._waiters = 0
         self._waits = 0
         self._changed = anyio.Event()
@@ -125,7 +122,8 @@ class ProxyPool:
         await self._tg.__aenter__()
         self._tg.start_soon(self._upkeep, name="proxy-pool-upkeep")
         if self._health_check is not None:
-            self._tg.start_soon(self._probe_loop, self._health_check, name="proxy-pool-health-check")
+            check, idle, bans = self._health_check, self._roster.idle, self._ban_statuses
+            self._tg.start_soon(probe_loop, check, idle, self._probed, bans, name="proxy-pool-probes")
         return self
 
     async def __aexit__(
@@ -155,28 +153,28 @@ class ProxyPool:
 
     async def report(self, proxy: Proxy, outcome: Outcome, *, domain: str | None = None) -> None:
         """Report an outcome for a proxy used outside a lease (ignored if it has left the pool)."""
-        entry = self._entries.get(proxy.id)
+        entry = self._roster.entries.get(proxy.id)
         if entry is not None:
             await self._report_entry(entry, outcome, domain)
 
     @property
     def proxies(self) -> list[Proxy]:
         """The proxies in the pool now (not evicted, not expired)."""
-        return [entry.proxy for entry in self._entries.values()]
+        return [entry.proxy for entry in self._roster.entries.values()]
 
     def health(self, proxy: Proxy) -> ProxyHealth | None:
         """The pool's record of `proxy` (a live view), or `None` if it is not in the pool."""
-        entry = self._entries.get(proxy.id)
+        entry = self._roster.entries.get(proxy.id)
         return None if entry is None else entry.health
 
     def stats(self) -> PoolStats:
         """Counts of proxies by condition, now."""
         return count(
-            self._entries.values(),
+            self._roster.entries.values(),
             self._clock(),
             self._limits,
-            len(self._evicted),
-            self._expired,
+            len(self._roster.evicted),
+            self._roster.expired,
             self._waits,
         )
 
@@ -185,9 +183,11 @@ class ProxyPool:
         deadline: float | None = None
         while True:
             now = self._clock()
-            if now >= self._next_expiry:
-                self._drop_expired(now)
-            tier = await self._tier(domain, now) if self._tiers is not None else None
+            if now >= self._roster.next_expiry:
+                for gone in self._roster.take_expired(now):
+                    self._unstick(gone)
+                self._refill_wanted.set()
+            tier = None if self._tiers is None else await self._tiers.tier(domain, self._roster.by_tier, now)
             entry, wait = self._pick(key, domain, tier, now)
             if entry is not None:
                 entry.take(now, domain, self._limits)
@@ -198,7 +198,7 @@ class ProxyPool:
             remaining = deadline - anyio.current_time()
             if remaining <= 0:
                 raise NoProxyAvailable.explain(self.stats(), domain, tier, limit)
-            if len(self._entries) - self._cooling(now) < self._refill_below:
+            if self._roster.healthy(now) < self._refill_below:
                 self._refill_wanted.set()
             self._waits += 1
             self._waiters += 1
@@ -214,26 +214,19 @@ class ProxyPool:
         """A free entry (or None and the seconds until one may be free)."""
         limits = self._limits
         if key is not None and (stuck := self._sticky.get(key)) is not None:
-            if stuck.id in self._entries and stuck.health.cooldown_until <= now:
+            if stuck.id in self._roster.entries and stuck.health.cooldown_until <= now:
                 at = stuck.ready_at(now, domain, limits)
                 return (stuck, 0.0) if at <= now else (None, at - now)
             self._unstick(stuck)
-        pool = self._by_tier.get(tier, ()) if tier is not None else self._entries.values()
-        free: list[Entry] = []
-        earliest = INF
-        for entry in pool:
-            at = entry.ready_at(now, domain, limits)
-            if at <= now:
-                free.append(entry)
-            elif at < earliest:
-                earliest = at
-        if not free:
-            return None, earliest - now
-        chosen = free[0] if len(free) == 1 else free[self._policy.choose([e.health for e in free], now)]
-        if key is not None:
+        chosen, wait = self._roster.pick(self._policy, limits, domain, tier, now)
+        if chosen is not None and key is not None:
             self._sticky[key] = chosen
             chosen.keys.add(key)
-        return chosen, 0.0
+        return chosen, wait
+
+    async def _probed(self, entry: Entry, outcome: Outcome) -> None:
+        if entry.id in self._roster.entries:
+            await self._report_entry(entry, outcome, None)
 
     def _release(self, entry: Entry, domain: str | None) -> None:
         entry.give_back(domain)
@@ -263,41 +256,10 @@ class ProxyPool:
                     outcome.status or outcome.error,
                 )
             if banned and domain is not None and self._tiers is not None:
-                await self._on_ban(entry, domain, now)
+                await self._tiers.on_ban(domain, entry.proxy.tier, self._roster.by_tier, now)
             if health.evicted:
                 self._evict(entry)
         await self._state.save_health(entry.id, health)
-
-    async def _on_ban(self, entry: Entry, domain: str, now: float) -> None:
-        assert self._tiers is not None
-        state = self._domain_tiers.get(domain)
-        if state is None:
-            state = self._domain_tiers[domain] = self._tiers.start(self._by_tier, now)
-        before = state.tier
-        if self._tiers.on_ban(state, entry.proxy.tier, self._by_tier, now):
-            if state.tier != before:
-                logger.info("domain %s escalates from proxy tier %d to %d", domain, before, state.tier)
-            await self._state.save_tier(domain, state)
-
-    async def _tier(self, domain: str | None, now: float) -> int | None:
-        """The tier to lease from: the domain's (stepping down when due), else the cheapest."""
-        assert self._tiers is not None
-        available = self._by_tier
-        if not available:
-            return None
-        if domain is None:
-            return min(available)
-        state = self._domain_tiers.get(domain)
-        if state is None:
-            loaded = (await self._state.load((), (domain,)))[1] if self._shared else {}
-            state = self._domain_tiers[domain] = loaded.get(domain) or self._tiers.start(available, now)
-        if state.tier != min(available) and self._tiers.step_down(state, available, now):
-            logger.info("domain %s steps down to proxy tier %d", domain, state.tier)
-            await self._state.save_tier(domain, state)
-        if state.tier in available:
-            return state.tier
-        higher = [t for t in available if t > state.tier]
-        return min(higher) if higher else max(available)
 
     def _unstick(self, entry: Entry) -> None:
         for key in entry.keys:
@@ -306,70 +268,33 @@ class ProxyPool:
         entry.keys.clear()
 
     # ------------------------------------------------------------------ membership
-    def _add(self, proxies: Iterable[Proxy], known: dict[str, ProxyHealth], now: float) -> int:
-        added = 0
-        for proxy in proxies:
-            pid = proxy.id
-            if pid in self._entries or pid in self._evicted or proxy.expired(now):
-                continue
-            health = known.get(pid) or ProxyHealth()
-            if health.evicted:
-                self._evicted.add(pid)
-                continue
-            self._entries[pid] = Entry(proxy, health)
-            added += 1
-        if added:
-            self._reindex()
-            self._notify()
-        return added
-
     def _evict(self, entry: Entry) -> None:
-        logger.info(
-            "proxy %s evicted after %d errors in a row", entry.proxy.redacted, entry.health.consecutive_errors
-        )
-        self._evicted.add(entry.id)
-        self._remove(entry)
+        errors = entry.health.consecutive_errors
+        logger.info("proxy %s evicted after %d errors in a row", entry.proxy.redacted, errors)
+        self._remove(entry, evicted=True)
 
-    def _drop_expired(self, now: float) -> None:
-        for entry in [e for e in self._entries.values() if e.proxy.expired(now)]:
-            self._expired += 1
-            self._remove(entry)
-
-    def _remove(self, entry: Entry) -> None:
-        self._entries.pop(entry.id, None)
+    def _remove(self, entry: Entry, *, evicted: bool = False) -> None:
+        self._roster.remove(entry, evicted=evicted)
         self._unstick(entry)
-        self._reindex()
         self._refill_wanted.set()
-
-    def _reindex(self) -> None:
-        by_tier: dict[int, list[Entry]] = {}
-        for entry in self._entries.values():
-            by_tier.setdefault(entry.proxy.tier, []).append(entry)
-        self._by_tier = by_tier
-        expiries = [e.proxy.expires_at for e in self._entries.values() if e.proxy.expires_at is not None]
-        self._next_expiry = min(expiries, default=INF)
-
-    def _cooling(self, now: float) -> int:
-        return sum(1 for e in self._entries.values() if e.health.cooldown_until > now)
 
     # ------------------------------------------------------------------ background
     async def _refill(self, *, everything: bool = False) -> None:
         """Fetch from the sources (by weight) until enough proxies are healthy (all of them on start)."""
         for source in self._sources:
             now = self._clock()
-            if not everything and len(self._entries) - self._cooling(now) >= self._refill_below:
+            if not everything and self._roster.healthy(now) >= self._refill_below:
                 return
             try:
                 proxies = await source.fetch()
             except (ProxyPoolError, OSError) as exc:
                 logger.warning("proxy source %s failed: %s", source.name, exc)
                 continue
-            fresh = [p for p in proxies if p.id not in self._entries and p.id not in self._evicted]
+            fresh = [p for p in proxies if self._roster.is_new(p)]
             known, _ = await self._state.load([p.id for p in fresh], []) if fresh else ({}, {})
-            if self._add(fresh, known, self._clock()):
-                logger.debug(
-                    "proxy source %s refilled the pool (%d proxies)", source.name, len(self._entries)
-                )
+            if self._roster.add(fresh, known, self._clock()):
+                logger.debug("proxy source %s refilled the pool (%d proxies)", source.name, len(self._roster))
+                self._notify()
 
     async def _upkeep(self) -> None:
         while True:
@@ -385,32 +310,19 @@ class ProxyPool:
 
         The pool does this every second when it was given a `state`; call it to see them at once.
         """
-        health, tiers = await self._state.load(list(self._entries), list(self._domain_tiers))
+        health, tiers = await self._state.load(
+            list(self._roster.entries), list(self._tiers.known) if self._tiers else []
+        )
         for pid, record in health.items():
-            entry = self._entries.get(pid)
+            entry = self._roster.entries.get(pid)
             if entry is None:
                 continue
             if record.evicted:
-                self._evicted.add(pid)
-                self._remove(entry)
+                self._remove(entry, evicted=True)
             else:
                 entry.health = record
-        self._domain_tiers.update(tiers)
-
-    async def _probe_loop(self, check: HealthCheck) -> None:
-        limiter = anyio.CapacityLimiter(check.concurrency)
-
-        async def one(entry: Entry) -> None:
-            async with limiter:
-                outcome = await probe(entry.proxy, check, self._ban_statuses)
-            if outcome is not None and entry.id in self._entries:
-                await self._report_entry(entry, outcome, None)
-
-        while True:
-            await anyio.sleep(check.interval)
-            async with anyio.create_task_group() as tg:
-                for entry in [e for e in self._entries.values() if e.slot.in_use == 0]:
-                    tg.start_soon(one, entry)
+        if self._tiers is not None:
+            self._tiers.update(tiers)
 
     def __repr__(self) -> str:
-        return f"ProxyPool({len(self._entries)} proxies, policy={self._policy!r})"
+        return f"ProxyPool({len(self._roster.entries)} proxies, policy={self._policy!r})"

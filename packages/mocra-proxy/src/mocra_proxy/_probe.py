@@ -6,15 +6,19 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+import anyio
 import httpx
 import msgspec
 
 from ._outcome import Outcome
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from ._entry import Entry
     from ._proxy import Proxy
 
-__all__ = ("HealthCheck", "probe")
+__all__ = ("HealthCheck", "probe", "probe_loop")
 
 logger = logging.getLogger(__name__)
 
@@ -53,3 +57,25 @@ async def probe(proxy: Proxy, check: HealthCheck, ban_statuses: frozenset[int]) 
     status = response.status_code
     ok = 200 <= status < 400 and status not in ban_statuses
     return Outcome(ok=ok, status=status, latency=time.perf_counter() - started)
+
+
+async def probe_loop(
+    check: HealthCheck,
+    idle: Callable[[], list[Entry]],
+    report: Callable[[Entry, Outcome], Awaitable[None]],
+    ban_statuses: frozenset[int] = frozenset(),
+) -> None:
+    """Every `check.interval` seconds probe the `idle()` entries and `report` each outcome."""
+    limiter = anyio.CapacityLimiter(check.concurrency)
+
+    async def one(entry: Entry) -> None:
+        async with limiter:
+            outcome = await probe(entry.proxy, check, ban_statuses)
+        if outcome is not None:
+            await report(entry, outcome)
+
+    while True:
+        await anyio.sleep(check.interval)
+        async with anyio.create_task_group() as tg:
+            for entry in idle():
+                tg.start_soon(one, entry)

@@ -61,6 +61,14 @@ class Tiers(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         state.tier, state.since, state.bans = max(lower), now, []
         return True
 
+    @staticmethod
+    def nearest(tier: int, available: Collection[int]) -> int:
+        """`tier` if the pool has it, else the next one up, else the highest below (`available` not empty)."""
+        if tier in available:
+            return tier
+        higher = [t for t in available if t > tier]
+        return min(higher) if higher else max(available)
+
 
 class DomainTier(msgspec.Struct, kw_only=True):
     """A domain's place in the tiers (shared through `PoolState`).
