@@ -41,3 +41,19 @@ def test_readme_block_prints_what_its_comments_say(index: int, tmp_path: pathlib
     printed = _run(script).splitlines()
 
     assert printed == _promised(code)
+
+
+def test_standalone_example_fetches_every_page_and_evicts_the_banned_and_the_dead_proxy() -> None:
+    printed = _run(EXAMPLE)
+
+    lines = printed.splitlines()
+    assert lines[1] == "fetched 10 pages: 'page 0' ... 'page 9'"
+    assert lines[2].startswith("evicted: 2 - left: http://alice:***@127.0.0.1:")
+    assert lines[3] == "the good proxy served 10; the banned one answered 403 1 time(s)"
+    assert "s3cret" not in printed
+
+
+def test_standalone_example_imports_nothing_from_mocra() -> None:
+    imports = re.findall(r"^(?:from|import) (\S+)", EXAMPLE.read_text(), flags=re.MULTILINE)
+
+    assert {name.split(".")[0] for name in imports} == {"__future__", "anyio", "httpx", "mocra_proxy"}
