@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -57,3 +58,28 @@ def test_standalone_example_imports_nothing_from_mocra() -> None:
     imports = re.findall(r"^(?:from|import) (\S+)", EXAMPLE.read_text(), flags=re.MULTILINE)
 
     assert {name.split(".")[0] for name in imports} == {"__future__", "anyio", "httpx", "mocra_proxy"}
+
+
+def _uv() -> str:
+    found = pathlib.Path(sys.executable).parent / "uv"
+    return str(found) if found.exists() else (shutil.which("uv") or pytest.fail("uv is not installed"))
+
+
+@pytest.mark.slow
+def test_the_wheel_alone_runs_the_example(tmp_path: pathlib.Path) -> None:
+    def run(*args: str) -> str:
+        result = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    run(_uv(), "build", "--package", "mocra-proxy", "--wheel", "--out-dir", str(tmp_path), str(ROOT))
+    run(_uv(), "venv", "--quiet", "--python", sys.executable, str(tmp_path / "venv"))
+    python = tmp_path / "venv" / "bin" / "python"
+    run(_uv(), "pip", "install", "--quiet", "--python", str(python), str(next(tmp_path.glob("*.whl"))))
+    shutil.copy(EXAMPLE, tmp_path / EXAMPLE.name)
+
+    printed = run(str(python), "-I", str(tmp_path / EXAMPLE.name))
+
+    assert "fetched 10 pages" in printed
+    alone = 'import importlib.util as u; print([m for m in ("mocra", "mocra_core") if u.find_spec(m)])'
+    assert run(str(python), "-I", "-c", alone).strip() == "[]"
