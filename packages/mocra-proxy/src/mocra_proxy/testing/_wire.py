@@ -14,7 +14,16 @@ if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream, ByteSendStream
     from anyio.streams.buffered import BufferedByteReceiveStream
 
-__all__ = ("Head", "pipe", "read_head", "response_bytes", "splice")
+__all__ = (
+    "HOP_BY_HOP",
+    "MAX_HEAD_BYTES",
+    "Head",
+    "head_bytes",
+    "pipe",
+    "read_head",
+    "response_bytes",
+    "splice",
+)
 
 MAX_HEAD_BYTES = 64 * 1024
 HOP_BY_HOP = frozenset(
