@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import pathlib
-import shutil
 import ssl
-import subprocess
 
 import aiohttp
 import anyio
@@ -15,34 +12,6 @@ import pytest
 from mocra_proxy.testing import ForwardProxy, OriginServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathlib.Path]:
-    """A self-signed certificate for 127.0.0.1, made now with the openssl CLI."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
-
-
-@pytest.fixture
-def server_tls(tls_files: tuple[pathlib.Path, pathlib.Path]) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(*tls_files)
-    return context
-
-
-@pytest.fixture
-def client_tls(tls_files: tuple[pathlib.Path, pathlib.Path]) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=str(tls_files[0]))
 
 
 async def test_plain_http_goes_through_and_is_recorded() -> None:
