@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._aiohttp_client import ProxiedAiohttp, aiohttp_proxy_kwargs
 from ._config import (
     PoolOptions,
     ProxyConfigError,
@@ -13,6 +14,7 @@ from ._config import (
 from ._errors import ProxyPoolError
 from ._file import FileSource
 from ._health import ProxyHealth
+from ._httpx_client import ProxiedHttpx
 from ._lease import Lease, LeaseContext
 from ._limits import Limits
 from ._outcome import Outcome
@@ -56,6 +58,8 @@ __all__ = (
     "ProviderError",
     "ProviderSource",
     "ProviderSourceConfig",
+    "ProxiedAiohttp",
+    "ProxiedHttpx",
     "Proxy",
     "ProxyConfigError",
     "ProxyHealth",
@@ -80,4 +84,5 @@ __all__ = (
     "TunnelSource",
     "TunnelSourceConfig",
     "__version__",
+    "aiohttp_proxy_kwargs",
 )
