@@ -27,18 +27,19 @@ def _aiohttp() -> Any:
 
 
 def aiohttp_proxy_kwargs(proxy: Proxy) -> dict[str, Any]:
-    """`proxy=` (without credentials) and `proxy_auth=` for one aiohttp request through `proxy`.
+    """The arguments for one aiohttp request through `proxy`: `{"proxy": proxy.url}`.
+
+    The login stays in the URL: aiohttp turns it into `Proxy-Authorization` both for an absolute-form
+    request (`http://` targets) and for a `CONNECT` (`https://`). The alternatives fall short in aiohttp
+    3.14: `proxy_auth=` is deprecated, and `proxy_headers=` go only with a `CONNECT`. Never log the
+    result; log `proxy.redacted`.
 
     Example:
         >>> from mocra_proxy import Proxy
-        >>> kwargs = aiohttp_proxy_kwargs(Proxy.parse("http://alice:s3cret@10.0.0.1:8080"))
-        >>> kwargs["proxy"], kwargs["proxy_auth"].login
-        ('http://10.0.0.1:8080', 'alice')
+        >>> aiohttp_proxy_kwargs(Proxy.parse("10.0.0.1:8080:alice:s3cret"))
+        {'proxy': 'http://alice:s3cret@10.0.0.1:8080'}
     """
-    aiohttp = _aiohttp()
-    where = proxy.redacted.partition("://")[2].rpartition("@")[2]
-    auth = aiohttp.BasicAuth(proxy.username, proxy.password) if proxy.username or proxy.password else None
-    return {"proxy": f"{proxy.scheme}://{where}", "proxy_auth": auth}
+    return {"proxy": proxy.url}
 
 
 class ProxiedAiohttp:
@@ -84,6 +85,8 @@ class ProxiedAiohttp:
             TimeoutError: The request's timeout passed (reported, not retried).
             NoProxyAvailable: No proxy became free within the pool's lease timeout.
         """
+        if "proxy" in kwargs or "proxy_auth" in kwargs:
+            raise TypeError("ProxiedAiohttp sets the proxy of each request: no proxy= or proxy_auth=")
         aiohttp = _aiohttp()
         unsent = (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError)
         broken = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
@@ -94,7 +97,7 @@ class ProxiedAiohttp:
             async with self._pool.lease(key=key, domain=domain) as lease:
                 try:
                     response = await self._session.request(
-                        method, url, **aiohttp_proxy_kwargs(lease.proxy), **kwargs
+                        method, url, **{**kwargs, **aiohttp_proxy_kwargs(lease.proxy)}
                     )
                     async with response:
                         await response.read()
