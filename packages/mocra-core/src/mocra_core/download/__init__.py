@@ -12,6 +12,9 @@ as any `DomainAdmission` does.
 Adaptive pace: `AutoscaledConcurrency` (the requests in flight follow the process's CPU, memory and
 event-loop headroom, sampled by a `LoadSampler`) and `AutoThrottle` (a per-host delay follows the host's
 latency, shared by a job's processes through a `PaceStore`).
+
+Proxies: a `ProxyRoute` tells `HttpxDownloader` which proxy each request goes through (a fixed URL, or a
+lease from a `ProxyLeaser` such as `mocra_proxy.ProxyPool`, with every outcome reported back).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ._limiter import DomainLimiter, DomainState, domain_of
 from ._load_sampler import LoadSample, LoadSampler
 from ._permit import DomainAdmission, Permit
 from ._protocol import Downloader, Hop, HopCheck, HopCheckingDownloader, checks_hops
+from ._proxy_route import ProxyAddress, ProxyLease, ProxyLeaser, ProxyRoute
 from ._retry import RetryPolicy, RetrySettings, parse_retry_after
 from ._robots import RobotsPolicy, origin_of
 from ._settings import DEFAULT_HEADERS, DownloadSettings
@@ -73,6 +77,10 @@ __all__ = (
     "LocalPaceStore",
     "PaceStore",
     "Permit",
+    "ProxyAddress",
+    "ProxyLease",
+    "ProxyLeaser",
+    "ProxyRoute",
     "RedisDomainGate",
     "RetryPolicy",
     "RetrySettings",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -20,6 +21,9 @@ from ..http import Response
 from ._body import CLOSE_TIMEOUT, discard_body, read_body
 from ._decode import ACCEPT_ENCODING
 from ._protocol import Hop
+from ._proxied import through_fixed, through_pool
+from ._proxy_route import POOL
+from ._proxy_transports import ProxyTransports
 from ._redirects import (
     REDIRECT_STATUSES,
     RedirectTrail,
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
     from ..http import Request
     from ._protocol import HopCheck
+    from ._proxy_route import ProxyRoute
 
 __all__ = ("HttpxDownloader", "HttpxSession")
 
@@ -68,6 +73,10 @@ class HttpxDownloader:
         name: The name requests use to pick this downloader (`Request.downloader`).
         transport: An httpx transport to use instead of the one `settings.transport` names (a proxy
             transport, `httpx.MockTransport`, ...); the downloader closes it.
+        proxies: Which proxy each request goes through (`ProxyRoute`: a fixed URL or a pool, and a
+            request's `meta["proxy"]`); `None` sends everything directly. Through a pool, every outcome is
+            reported to it, and a proxy failure is tried once more through another proxy;
+            `proxy_failures` counts them by redacted proxy URL.
 
     Example:
         >>> import anyio
@@ -88,6 +97,7 @@ class HttpxDownloader:
         *,
         name: str = "default",
         transport: httpx.AsyncBaseTransport | None = None,
+        proxies: ProxyRoute | None = None,
     ) -> None:
         self.name = name
         self.settings = settings = settings or DownloadSettings()
@@ -112,6 +122,19 @@ class HttpxDownloader:
         self._cookies = httpx.Cookies()
         self._sessions: dict[str, HttpxSession] = {}
         self._closed = False
+        self._proxies = proxies
+        self._via = ProxyTransports(settings)
+        self.proxy_failures: Counter[str] = Counter()
+        """Proxy failures (connect or proxy errors, ban statuses) by redacted proxy URL."""
+
+    @property
+    def proxies(self) -> ProxyRoute | None:
+        """Which proxy each request goes through (`None`: none)."""
+        return self._proxies
+
+    def route_proxies(self, route: ProxyRoute) -> None:
+        """Send requests through `route` from now on (the engine sets the run's `[proxy]` route)."""
+        self._proxies = route
 
     @property
     def cookies(self) -> httpx.Cookies:
@@ -139,7 +162,7 @@ class HttpxDownloader:
             HopRefused: `hop` refused a redirect hop (it was not sent).
             DownloadError: The exchange failed (see `Downloader`).
         """
-        return await self._fetch(request, self._cookies, hop)
+        return await self._fetch(request, self._cookies, hop, None)
 
     async def aclose(self) -> None:
         """Close the pool (and every session's use of it); idempotent."""
@@ -147,6 +170,7 @@ class HttpxDownloader:
             self._closed = True
             self._sessions.clear()
             await self._transport.aclose()
+            await self._via.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -165,14 +189,16 @@ class HttpxDownloader:
 
     # ------------------------------------------------------------------ the exchange
 
-    async def _fetch(self, request: Request, jar: httpx.Cookies, hop: HopCheck | None) -> Response:
+    async def _fetch(
+        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
+    ) -> Response:
         if self._closed:
             raise RuntimeError(f"downloader {self.name!r} is closed")
         timeout = request.timeout if request.timeout is not None else self.settings.total_timeout
         start = time.perf_counter()
         try:
             with anyio.fail_after(timeout):
-                url, resp, body = await self._exchange(request, jar, hop)
+                url, resp, body = await self._routed(request, jar, hop, key)
         except TimeoutError as exc:
             raise DownloadTimeout(
                 f"{request.method} {request.url} timed out: no complete response within {timeout}s "
@@ -183,6 +209,28 @@ class HttpxDownloader:
             url, resp.status_code, resp.headers, body, request, elapsed=time.perf_counter() - start
         )
 
+    async def _routed(
+        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
+    ) -> tuple[str, httpx.Response, bytes]:
+        route = self._proxies
+        try:
+            choice = None if route is None else route.choose(request)
+        except ValueError as exc:
+            message = f"cannot request {request.url}: {exc}"
+            raise UnfetchableURL(request.url, message, request=request) from None
+        if choice is None:
+            return await self._exchange(request, jar, hop, self._transport)
+
+        async def exchange(transport: httpx.AsyncBaseTransport) -> tuple[str, httpx.Response, bytes]:
+            return await self._exchange(request, jar, hop, transport)
+
+        if choice == POOL:
+            assert route is not None
+            return await through_pool(
+                route, self._via, exchange, request, key=key, failures=self.proxy_failures
+            )
+        return await through_fixed(choice, self._via, exchange, request)
+
     def _headers(self, request: Request) -> list[tuple[str, str]]:
         if not request.headers:
             return self._default_list
@@ -192,7 +240,7 @@ class HttpxDownloader:
         return list(merged.values())
 
     async def _exchange(
-        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None
+        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, transport: httpx.AsyncBaseTransport
     ) -> tuple[str, httpx.Response, bytes]:
         method, url, content = request.method, request.url, request.body
         headers = self._headers(request)
@@ -206,7 +254,7 @@ class HttpxDownloader:
                 first_host = host
             if not explicit_cookie:
                 _add_cookies(http_request, jar, request.cookies if host == first_host else None)
-            resp = await self._send(http_request, request, url)
+            resp = await self._send(transport, http_request, request, url)
             if "set-cookie" in resp.headers:
                 resp.request = http_request
                 jar.extract_cookies(resp)
@@ -249,9 +297,11 @@ class HttpxDownloader:
         except TypeError as exc:  # a header or body of the wrong type
             raise DownloadError(f"cannot request {method} {url}: {exc}", request=request) from exc
 
-    async def _send(self, http_request: httpx.Request, request: Request, url: str) -> httpx.Response:
+    async def _send(
+        self, transport: httpx.AsyncBaseTransport, http_request: httpx.Request, request: Request, url: str
+    ) -> httpx.Response:
         try:
-            return await self._transport.handle_async_request(http_request)
+            return await transport.handle_async_request(http_request)
         except self._errors as exc:
             raise map_error(exc, request, url) from exc
 
@@ -289,7 +339,7 @@ class HttpxSession:
 
     async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
         """Fetch `request` with this session's cookies (see `HttpxDownloader.download`)."""
-        return await self._parent._fetch(request, self._cookies, hop)
+        return await self._parent._fetch(request, self._cookies, hop, self.key)
 
     async def aclose(self) -> None:
         """Forget this session's cookies; the parent's pool stays open."""

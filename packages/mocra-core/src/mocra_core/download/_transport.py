@@ -22,13 +22,21 @@ if TYPE_CHECKING:
 __all__ = ("build_transport", "map_error", "transport_errors")
 
 
-def build_transport(settings: DownloadSettings) -> httpx.AsyncBaseTransport:
-    """The pool of `settings.transport` (`aiohttp` or `httpx`), `max_connections` wide, cookies left to us."""
+def build_transport(settings: DownloadSettings, *, proxy: str | None = None) -> httpx.AsyncBaseTransport:
+    """The pool of `settings.transport` (`aiohttp` or `httpx`), `max_connections` wide, cookies left to us.
+
+    Args:
+        settings: Transport, pool size, TLS verification.
+        proxy: Send everything through this forward proxy (`http://user:pass@host:port`; `https://` URLs
+            through `CONNECT`). A proxy with credentials always gets the httpx pool: aiohttp sends them
+            only through its deprecated `BasicAuth`.
+    """
     limits = httpx.Limits(
         max_connections=settings.max_connections, max_keepalive_connections=settings.max_connections
     )
-    if settings.transport == "httpx":
-        return httpx.AsyncHTTPTransport(verify=settings.verify, limits=limits, trust_env=False)
+    via = None if proxy is None else httpx.Proxy(proxy)
+    if settings.transport == "httpx" or (via is not None and via.auth is not None):
+        return httpx.AsyncHTTPTransport(verify=settings.verify, limits=limits, trust_env=False, proxy=via)
 
     import aiohttp
     from httpx_aiohttp import AiohttpTransport
@@ -44,7 +52,9 @@ def build_transport(settings: DownloadSettings) -> httpx.AsyncBaseTransport:
             max_field_size=65536,
         )
 
-    transport = AiohttpTransport(verify=settings.verify, limits=limits, trust_env=False, client=make_session)
+    transport = AiohttpTransport(
+        verify=settings.verify, limits=limits, trust_env=False, proxy=via, client=make_session
+    )
     return transport
 
 
