@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from ._merge import merge_health, merge_tier
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -22,8 +24,10 @@ class PoolState(Protocol):
 
     The pool works on its own copy and writes through: one `save_health` per report (plus `save_tier`
     when a domain's tier changes); it reads back with one batched `load` on start and then every
-    second, so pools sharing a state see each other's bans within about a second. Writes are whole
-    records, last writer wins. Implementations must not keep references to the objects passed in.
+    second, so pools sharing a state see each other's bans within about a second. A save merges the
+    record into the stored one, atomically, by the rules of `merge_health` and `merge_tier` (a stale
+    copy never wipes out another pool's ban). Implementations must not keep references to the objects
+    passed in, and raise `StateError` when the store fails (the pool then keeps its own view).
     """
 
     async def load(
@@ -33,11 +37,11 @@ class PoolState(Protocol):
         ...
 
     async def save_health(self, proxy_id: str, health: ProxyHealth) -> None:
-        """Store a proxy's health record."""
+        """Merge a proxy's health record into the stored one (`merge_health`)."""
         ...
 
     async def save_tier(self, domain: str, tier: DomainTier) -> None:
-        """Store a domain's tier."""
+        """Merge a domain's tier into the stored one (`merge_tier`)."""
         ...
 
 
@@ -69,12 +73,16 @@ class MemoryState:
         return health, tiers
 
     async def save_health(self, proxy_id: str, health: ProxyHealth) -> None:
-        """Keep a copy of the record."""
-        self._health[proxy_id] = msgspec.structs.replace(health)
+        """Merge the record into the stored one (a copy)."""
+        stored = self._health.get(proxy_id)
+        self._health[proxy_id] = (
+            msgspec.structs.replace(health) if stored is None else merge_health(stored, health)
+        )
 
     async def save_tier(self, domain: str, tier: DomainTier) -> None:
-        """Keep a copy of the domain's tier."""
-        self._tiers[domain] = _copy_tier(tier)
+        """Merge the domain's tier into the stored one (a copy)."""
+        stored = self._tiers.get(domain)
+        self._tiers[domain] = _copy_tier(tier) if stored is None else merge_tier(stored, tier)
 
     def __repr__(self) -> str:
         return f"MemoryState({len(self._health)} proxies, {len(self._tiers)} domains)"
