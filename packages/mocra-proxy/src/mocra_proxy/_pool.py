@@ -17,6 +17,7 @@ from ._pool_view import NoProxyAvailable, PoolStats, count
 from ._probe import probe_loop
 from ._roster import Roster
 from ._state import MemoryState
+from ._state_guard import GuardedState
 from ._tiers import Tiers
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ class ProxyPool:
         refill_below: Refill from the sources when fewer proxies than this are healthy.
         lease_timeout: Default seconds a lease waits for a free proxy.
         health_check: Probe idle proxies (default: no probing).
-        state: Shared `PoolState` (default: a private `MemoryState`).
+        state: Shared `PoolState` (default: a private `MemoryState`); while it fails, the pool logs a
+            warning and goes on with its own view.
         clock: Unix seconds (for expiry and cooldowns shared across processes); inject in tests.
 
     Example:
@@ -104,7 +106,7 @@ class ProxyPool:
         self._refill_below, self._lease_timeout = refill_below, lease_timeout
         self._health_check = health_check
         self._shared = state is not None
-        self._state: PoolState = state or MemoryState()
+        self._state: PoolState = MemoryState() if state is None else GuardedState(state)
         self._clock = clock
         self._roster = Roster()
         self._sticky: dict[str, Entry] = {}
@@ -309,6 +311,7 @@ class ProxyPool:
         """Read the shared state now: other pools' bans, cooldowns, evictions and domain tiers.
 
         The pool does this every second when it was given a `state`; call it to see them at once.
+        While the state fails (e.g. Redis is down) the pool keeps its own view and logs the outage.
         """
         health, tiers = await self._state.load(
             list(self._roster.entries), list(self._tiers.known) if self._tiers else []
