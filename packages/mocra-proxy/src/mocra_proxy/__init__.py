@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ._aiohttp_client import ProxiedAiohttp, aiohttp_proxy_kwargs
 from ._config import (
     PoolOptions,
@@ -34,11 +37,17 @@ from ._source_config import (
 )
 from ._source_errors import ProviderError, SourceError
 from ._state import MemoryState, PoolState
+from ._state_error import StateError
 from ._static import StaticSource
 from ._tiers import DomainTier, Tiers
 from ._tunnel import TunnelSource
 
+if TYPE_CHECKING:
+    from ._redis_state import RedisState
+
 __version__ = "0.1.0"
+
+_LAZY = {"RedisState": "._redis_state"}  # kept out of `import mocra_proxy`: its extra may be missing
 
 __all__ = (
     "BadProxy",
@@ -69,6 +78,7 @@ __all__ = (
     "ProxySource",
     "RandomPolicy",
     "RandomPolicyConfig",
+    "RedisState",
     "RoundRobinPolicy",
     "RoundRobinPolicyConfig",
     "SCHEMES",
@@ -78,6 +88,7 @@ __all__ = (
     "SelectionPolicy",
     "SourceConfig",
     "SourceError",
+    "StateError",
     "StaticSource",
     "StaticSourceConfig",
     "Tiers",
@@ -86,3 +97,12 @@ __all__ = (
     "__version__",
     "aiohttp_proxy_kwargs",
 )
+
+
+def __getattr__(name: str) -> object:
+    """Import the names of `_LAZY` on first use (redis-py is imported only when a `RedisState` is made)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    found: object = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = found
+    return found
