@@ -27,6 +27,17 @@ ENV_PREFIX = "MOCRA_"
 _PATH_IN_ERROR = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _FIELD_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_]*): (?P<problem>.*)$", re.S)
 _UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(?P<field>[^`]*)`$")
+_PASSWORD_IN_URL = re.compile(r"(?P<user>://[^:/@\s\"']*:)[^@\s\"']*@")
+
+
+def _redact_text(text: str) -> str:
+    """`text` with the password of every URL in it replaced by `***` (for `-s` labels in errors).
+
+    Example:
+        >>> _redact_text('proxy.pool.sources=[{urls = ["http://u:pw@h:1"]}]')
+        'proxy.pool.sources=[{urls = ["http://u:***@h:1"]}]'
+    """
+    return _PASSWORD_IN_URL.sub(r"\g<user>***@", text)
 
 
 def parse_override(text: str, *, source: str = "-s") -> tuple[list[str], Any]:
@@ -213,7 +224,7 @@ def load(
         layers.set(key_path, value, source=name)
     for text in overrides:
         key_path, value = parse_override(text)
-        layers.set(key_path, value, source=f"-s {text}")
+        layers.set(key_path, value, source=f"-s {_redact_text(text)}")
     for label, key, value in flags:
         layers.set(key.split("."), value, source=label)
     return layers.convert(source=path or "<defaults>")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
 from .._bounds import at_least, positive
 from ..download import DownloadSettings, RetrySettings
+from ..download._proxy_pool import pool_config
 from ..scope import ScopeStrategy  # noqa: TC001 - msgspec resolves it at runtime
 
 __all__ = (
@@ -15,6 +16,7 @@ __all__ = (
     "CrawlSettings",
     "KafkaQueueSettings",
     "NatsQueueSettings",
+    "ProxySettings",
     "QueueSettings",
     "RedisQueueSettings",
     "Settings",
@@ -266,6 +268,39 @@ class SinkSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_o
         at_least(self, 0, "max_retries", "retry_delay")
 
 
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Which proxies the built-in downloader sends requests through (`[proxy]`).
+
+    A request's `meta["proxy"]` picks for itself: `"direct"`, `"pool"` or a proxy URL. Without it, a
+    request goes through `url` if set, else through the pool if there is one, else directly.
+
+    Attributes:
+        url: One fixed proxy for every request, without a pool (`http://user:pass@host:port`; passwords
+            are redacted in logs and errors).
+        pool: A proxy pool (`[proxy.pool]`, needs `mocra[proxy]`): mocra-proxy's `ProxyPoolConfig` keys
+            (`sources`, `policy`, `ban_statuses`, `max_errors`, `cooldown`, `max_cooldown`, `limits`,
+            `tiers`, `refill_below`, `lease_timeout`, `health_check`), checked at start. Empty: no pool.
+            Every outcome is reported to the pool; a proxy failure (connect error, a ban status such as
+            403 or 407) is tried once more through another proxy.
+
+    Example:
+        >>> Settings.from_mapping({"proxy": {"url": "http://u:pw@10.0.0.1:8080"}}).proxy.url
+        'http://u:pw@10.0.0.1:8080'
+    """
+
+    url: str | None = None
+    pool: dict[str, Any] = {}
+
+    def __post_init__(self) -> None:
+        if self.url is not None:
+            _check_scheme("url", self.url, _PROXY_SCHEMES, example="http://user:pass@10.0.0.1:8080")
+        if self.pool:
+            pool_config(self.pool)
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """All settings of a run. Every section has working defaults: `Settings()` needs nothing.
 
@@ -282,6 +317,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     queue: QueueSettings = QueueSettings()
     coordination: CoordinationSettings = CoordinationSettings()
     sink: SinkSettings = SinkSettings()
+    proxy: ProxySettings = ProxySettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

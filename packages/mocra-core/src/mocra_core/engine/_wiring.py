@@ -3,7 +3,8 @@
 `Wiring` builds; it starts nothing (`StageRunner` runs what it built). Each stage gets only the few things
 it uses: the queue, the module table, the run book, admission of requests, the task router, the fan-in
 ledger, its writers or downloaders, and the run's stats and outage. The download stage's adaptive pace
-(`Pace`: autoscale, autothrottle) is built here too, and run beside the stages by `StageRunner`.
+(`Pace`: autoscale, autothrottle) is built here too, and run beside the stages by `StageRunner`, and so is
+the `[proxy]` route (its pool opened once per run) that the built-in downloaders send requests through.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
+from ..download._proxy_pool import open_proxy_route
 from ..schedule import CronRunner, CronSchedule
 from ._admission import Admission
 from ._backends import open_part
@@ -46,7 +48,16 @@ if TYPE_CHECKING:
     from ._budget import PageBudget
     from ._lifecycle import Lifecycle
 
-__all__ = ("STAGES", "Crons", "Stages", "Wiring", "open_downloaders", "open_writers", "share_limits")
+__all__ = (
+    "STAGES",
+    "Crons",
+    "Stages",
+    "Wiring",
+    "open_downloaders",
+    "open_writers",
+    "route_proxies",
+    "share_limits",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +130,7 @@ class Wiring:
         """Build the stages on `queue` (the backends' queue, counted); the gated limiter enters `stack`."""
         settings, stats, ownership = self._settings, self._stats, self._ownership
         crawl = settings.crawl
+        await route_proxies(stack, settings, downloaders)
         frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
         modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
@@ -202,6 +214,20 @@ class Wiring:
 
         is_leader = coordination.is_leader if claims is None else None  # a cluster: every node fires
         return CronRunner(schedule, fire, is_leader=is_leader, max_fires=self._settings.crawl.cron_max_fires)
+
+
+async def route_proxies(
+    stack: AsyncExitStack, settings: Settings, downloaders: Mapping[str, Downloader]
+) -> None:
+    """Open the `[proxy]` route for the run (its pool enters `stack`) for built-in downloaders without one."""
+    proxy = settings.proxy
+    route = await stack.enter_async_context(open_proxy_route(proxy.url, proxy.pool))
+    if route is None:
+        return
+    for downloader in downloaders.values():
+        if isinstance(downloader, HttpxDownloader) and downloader.proxies is None:
+            downloader.route_proxies(route)
+    logger.info("proxies: %r", route)
 
 
 def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLimiter | ShareLimiter:

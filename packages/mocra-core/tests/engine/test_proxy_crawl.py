@@ -1,0 +1,97 @@
+"""Crawls through the engine with `[proxy]` set: real `ForwardProxy` instances in front of a local site."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import pytest
+
+from mocra_core import Ctx, MocraBuilder, Response, Spider
+from mocra_core.testing import LocalServer, ServerResponse
+from mocra_proxy.testing import ForwardProxy
+
+pytestmark = pytest.mark.anyio
+
+
+class Fetch(Spider[None]):
+    """Fetches its start URLs and emits nothing."""
+
+    name = "fetch"
+
+    def __init__(self, *start: str) -> None:
+        self.start_urls = start  # type: ignore[misc]
+
+    async def parse(self, response: Response, ctx: Ctx[None]) -> None:
+        return None
+
+
+@asynccontextmanager
+async def running(*proxies: ForwardProxy) -> AsyncIterator[list[str]]:
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(proxy.running()) for proxy in proxies]
+
+
+def pool(*urls: str) -> tuple[str, str]:
+    """`-s` overrides for a round-robin pool over `urls`."""
+    return (
+        f'proxy.pool.sources=[{{type = "static", urls = {json.dumps(list(urls))}}}]',
+        'proxy.pool.policy={name = "round_robin"}',
+    )
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def paths(n: int) -> list[str]:
+    return [f"/p{i}" for i in range(n)]
+
+
+async def test_a_crawl_goes_through_the_pool_and_around_a_banned_proxy(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    for path in paths(9):
+        server.route(path, ServerResponse(body=path))
+    banned, one, two = ForwardProxy(mode="forbid"), ForwardProxy(), ForwardProxy()
+    async with running(banned, one, two) as urls:
+        spider = Fetch(*(server.url(path) for path in paths(9)))
+        result = await builder.set(*pool(*urls)).spider(spider).run_async()
+
+    assert result.ok and not result.failures
+    assert dict(server.hits) == dict.fromkeys(paths(9), 1)
+    assert result.stats.retries == 0  # a ban is tried again through another proxy, in the same attempt
+    assert {seen.status for seen in banned.seen} == {403}
+    assert 1 <= len(banned.seen) <= 3  # leased by the first requests at once, then cooled down
+    assert len(one.seen) + len(two.seen) == 9
+    assert min(len(one.seen), len(two.seen)) >= 3
+
+
+async def test_a_fixed_proxy_url_carries_the_crawl(builder: MocraBuilder, server: LocalServer) -> None:
+    for path in paths(3):
+        server.route(path, ServerResponse(body=path))
+    fixed = ForwardProxy(username="user", password="s3cret-pw")
+    async with running(fixed) as [url]:
+        spider = Fetch(*(server.url(path) for path in paths(3)))
+        result = await builder.set(f"proxy.url={url}").spider(spider).run_async()
+
+    assert result.ok
+    assert sorted(seen.target for seen in fixed.seen) == [server.url(path) for path in paths(3)]
+    assert all(seen.authorized for seen in fixed.seen)
+
+
+async def test_dead_letters_name_the_proxy_redacted(builder: MocraBuilder, server: LocalServer) -> None:
+    server.route("/p0", ServerResponse(body="never"))
+    dead = [f"http://user:s3cret-pw@127.0.0.1:{closed_port()}" for _ in range(2)]
+    spider = Fetch(server.url("/p0"))
+    overrides = (*pool(*dead), "retry.max_retries=1", "proxy.pool.cooldown=0.01")
+    result = await builder.set(*overrides).spider(spider).run_async()
+
+    [failure] = result.failures
+    assert "via proxy http://user:***@127.0.0.1:" in failure.reason
+    assert "s3cret-pw" not in failure.reason
+    assert not server.hits
