@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import pytest
 
 from mocra_core import Ctx, MocraBuilder, Response, Spider
+from mocra_core.download import HttpxDownloader, ProxyRoute
 from mocra_core.testing import LocalServer, ServerResponse
 from mocra_proxy.testing import ForwardProxy
 
@@ -95,3 +96,30 @@ async def test_dead_letters_name_the_proxy_redacted(builder: MocraBuilder, serve
     assert "via proxy http://user:***@127.0.0.1:" in failure.reason
     assert "s3cret-pw" not in failure.reason
     assert not server.hits
+
+
+class Direct(Fetch):
+    """Sends its requests through the downloader registered as `direct` (no proxy)."""
+
+    name = "direct"
+    downloader = "direct"
+
+
+async def test_a_spider_picks_its_own_route_by_its_downloader(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    for path in paths(4):
+        server.route(path, ServerResponse(body=path))
+    fixed = ForwardProxy()
+    async with running(fixed) as [url]:
+        result = await (
+            builder.set(f"proxy.url={url}")
+            .downloader(HttpxDownloader(proxies=ProxyRoute()), name="direct")
+            .spider(Fetch(server.url("/p0"), server.url("/p1")))
+            .spider(Direct(server.url("/p2"), server.url("/p3")))
+            .run_async()
+        )
+
+    assert result.ok
+    assert dict(server.hits) == dict.fromkeys(paths(4), 1)
+    assert sorted(seen.target for seen in fixed.seen) == [server.url("/p0"), server.url("/p1")]
