@@ -64,6 +64,8 @@ def test_overrides_reach_into_the_pool(tmp_path: Path) -> None:
         ),
         ("proxy.url=ftp://h:21", "-s proxy.url=ftp://h:21: proxy.url: unknown scheme 'ftp'"),
         ("proxy.urll=http://h:1", "proxy.urll: unknown key; did you mean url?"),
+        ("proxy.state=disk", "-s proxy.state=disk: proxy.state: expected scheme://…, e.g. redis://"),
+        ("proxy.state=nats://h:4222", "proxy.state: unknown scheme 'nats'; expected redis"),
     ],
 )
 def test_errors_name_the_key_and_the_source(override: str, message: str) -> None:

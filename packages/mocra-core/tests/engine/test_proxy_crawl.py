@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import socket
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
 
-from mocra_core import Ctx, MocraBuilder, Response, Spider
+from mocra_core import ConfigError, Ctx, MocraBuilder, Response, Spider
+from mocra_core.config import QueueSettings, Settings
 from mocra_core.download import HttpxDownloader, ProxyRoute
+from mocra_core.engine._plan import BackendPlan
+from mocra_core.engine._wiring import proxy_state_url
 from mocra_core.testing import LocalServer, ServerResponse
+from mocra_proxy import Proxy, RedisState
 from mocra_proxy.testing import ForwardProxy
 
 pytestmark = pytest.mark.anyio
@@ -123,3 +128,35 @@ async def test_a_spider_picks_its_own_route_by_its_downloader(
     assert result.ok
     assert dict(server.hits) == dict.fromkeys(paths(4), 1)
     assert sorted(seen.target for seen in fixed.seen) == [server.url("/p0"), server.url("/p1")]
+
+
+REDIS = "redis://127.0.0.1:6379/0"
+
+
+async def test_the_pool_state_is_shared_through_redis(builder: MocraBuilder, server: LocalServer) -> None:
+    for path in paths(4):
+        server.route(path, ServerResponse(body=path))
+    banned, good = ForwardProxy(mode="forbid"), ForwardProxy()
+    job = f"proxy-state-{uuid.uuid4().hex[:8]}"
+    async with running(banned, good) as urls:
+        spider = Fetch(*(server.url(path) for path in paths(4)))
+        overrides = (*pool(*urls), f"proxy.state={REDIS}", f"crawl.job={job}")
+        result = await builder.set(*overrides).spider(spider).run_async()
+    assert result.ok
+    async with RedisState(REDIS, namespace=f"mocra-{job}") as state:  # what another worker of the job reads
+        health, _ = await state.load([Proxy.parse(url).id for url in urls], [])
+        await state.clear()
+    assert health[Proxy.parse(urls[0]).id].failures >= 1
+    assert health[Proxy.parse(urls[1]).id].successes == 4
+
+
+def plan(url: str = "memory://") -> BackendPlan:
+    return BackendPlan.decide(Settings(queue=QueueSettings(url=url)), job="j")
+
+
+def test_redis_state_uses_the_jobs_redis() -> None:
+    assert proxy_state_url("redis", plan("redis://10.0.0.1:6379/2")) == "redis://10.0.0.1:6379/2"
+    assert proxy_state_url("redis://10.0.0.2:6379/0", plan()) == "redis://10.0.0.2:6379/0"
+    assert proxy_state_url("memory", plan("redis://10.0.0.1:6379/2")) is None
+    with pytest.raises(ConfigError, match="proxy.state: 'redis' shares the pool's state"):
+        proxy_state_url("redis", plan())

@@ -107,9 +107,8 @@ def _check_scheme(name: str, url: str, schemes: tuple[str, ...], *, example: str
         raise ValueError(f"{name}: expected scheme://…, e.g. {example}, got {url!r}")
     if scheme not in schemes:
         known = [s for s in schemes if s != "rediss"]  # `rediss` is `redis` over TLS
-        raise ValueError(
-            f"{name}: unknown scheme {scheme!r}; expected {', '.join(known[:-1])} or {known[-1]}"
-        )
+        expected = f"{', '.join(known[:-1])} or {known[-1]}" if len(known) > 1 else known[0]
+        raise ValueError(f"{name}: unknown scheme {scheme!r}; expected {expected}")
 
 
 class RedisQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -285,6 +284,9 @@ class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             `tiers`, `refill_below`, `lease_timeout`, `health_check`), checked at start. Empty: no pool.
             Every outcome is reported to the pool; a proxy failure (connect error, a ban status such as
             403 or 407) is tried once more through another proxy.
+        state: Where the pool keeps its bans, cooldowns and scores: `"memory"` (this process), `"redis"`
+            (the job's Redis, its coordination store or queue: every worker of the job shares them) or a
+            `redis://` URL; Redis needs `mocra[proxy,redis]`.
 
     Example:
         >>> Settings.from_mapping({"proxy": {"url": "http://u:pw@10.0.0.1:8080"}}).proxy.url
@@ -293,10 +295,13 @@ class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 
     url: str | None = None
     pool: dict[str, Any] = {}
+    state: str = "memory"
 
     def __post_init__(self) -> None:
         if self.url is not None:
             _check_scheme("url", self.url, _PROXY_SCHEMES, example="http://user:pass@10.0.0.1:8080")
+        if self.state not in ("memory", "redis"):
+            _check_scheme("state", self.state, ("redis", "rediss"), example="redis://127.0.0.1:6379/0")
         if self.pool:
             pool_config(self.pool)
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._errors import MissingExtra
@@ -40,18 +40,28 @@ def pool_config(data: Mapping[str, Any]) -> ProxyPoolConfig:
 
 
 @asynccontextmanager
-async def open_proxy_route(url: str | None, pool: Mapping[str, Any]) -> AsyncIterator[ProxyRoute | None]:
+async def open_proxy_route(
+    url: str | None, pool: Mapping[str, Any], *, state_url: str | None = None, namespace: str = "mocra"
+) -> AsyncIterator[ProxyRoute | None]:
     """The route of the `[proxy]` settings (`None` without `url` and `pool`), its pool open in the block.
 
     Args:
         url: One fixed proxy for every request.
         pool: `[proxy.pool]`: mocra-proxy's `ProxyPoolConfig` keys; empty for no pool.
+        state_url: Keep the pool's state in this Redis (`mocra_proxy.RedisState`), shared by every pool
+            of `namespace`; `None`: in this process.
+        namespace: The job whose workers share the state.
     """
     if not pool:
         yield None if url is None else ProxyRoute(url=url)
         return
-    from mocra_proxy import ProxyPool
+    from mocra_proxy import ProxyPool, RedisState
 
     config = pool_config(pool)
-    async with ProxyPool(config.sources_built(), **config.pool_options()) as opened:
+    async with AsyncExitStack() as stack:
+        state = None
+        if state_url is not None:
+            state = await stack.enter_async_context(RedisState(state_url, namespace=namespace))
+        opened = ProxyPool(config.sources_built(), **config.pool_options(), state=state)
+        await stack.enter_async_context(opened)
         yield ProxyRoute(url=url, pool=opened, ban_statuses=config.ban_statuses)

@@ -15,6 +15,7 @@ import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
+from .._errors import ConfigError
 from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
 from ..download._proxy_pool import open_proxy_route
 from ..schedule import CronRunner, CronSchedule
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from ._backends import Backends
     from ._budget import PageBudget
     from ._lifecycle import Lifecycle
+    from ._plan import BackendPlan
 
 __all__ = (
     "STAGES",
@@ -55,6 +57,7 @@ __all__ = (
     "Wiring",
     "open_downloaders",
     "open_writers",
+    "proxy_state_url",
     "route_proxies",
     "share_limits",
 )
@@ -130,7 +133,7 @@ class Wiring:
         """Build the stages on `queue` (the backends' queue, counted); the gated limiter enters `stack`."""
         settings, stats, ownership = self._settings, self._stats, self._ownership
         crawl = settings.crawl
-        await route_proxies(stack, settings, downloaders)
+        await route_proxies(stack, settings, downloaders, backends.plan)
         frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
         modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
@@ -217,17 +220,39 @@ class Wiring:
 
 
 async def route_proxies(
-    stack: AsyncExitStack, settings: Settings, downloaders: Mapping[str, Downloader]
+    stack: AsyncExitStack, settings: Settings, downloaders: Mapping[str, Downloader], plan: BackendPlan
 ) -> None:
     """Open the `[proxy]` route for the run (its pool enters `stack`) for built-in downloaders without one."""
     proxy = settings.proxy
-    route = await stack.enter_async_context(open_proxy_route(proxy.url, proxy.pool))
+    state_url = proxy_state_url(proxy.state, plan) if proxy.pool else None
+    opening = open_proxy_route(proxy.url, proxy.pool, state_url=state_url, namespace=plan.namespace)
+    route = await stack.enter_async_context(opening)
     if route is None:
         return
     for downloader in downloaders.values():
         if isinstance(downloader, HttpxDownloader) and downloader.proxies is None:
             downloader.route_proxies(route)
     logger.info("proxies: %r", route)
+
+
+def proxy_state_url(state: str, plan: BackendPlan) -> str | None:
+    """The Redis URL of `[proxy] state` (`"redis"`: the job's coordination store or queue), or None.
+
+    Raises:
+        ConfigError: `"redis"` for a job that has no Redis.
+    """
+    if state == "memory":
+        return None
+    if state != "redis":
+        return state
+    for backend in (plan.coordination, plan.queue):
+        if backend is not None and backend.kind == "redis":
+            return backend.where
+    raise ConfigError(
+        "proxy.state",
+        "'redis' shares the pool's state through the job's Redis, but this job uses none; "
+        "give a redis:// URL",
+    )
 
 
 def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLimiter | ShareLimiter:
