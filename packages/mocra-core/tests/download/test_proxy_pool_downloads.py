@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import ssl
+import subprocess
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -16,7 +19,7 @@ from mocra_core.download._proxy_transports import ProxyTransports
 from mocra_core.http import Request
 from mocra_core.testing import LocalServer, ServerResponse
 from mocra_proxy import ProxyPool, RoundRobinPolicy, StaticSource
-from mocra_proxy.testing import ForwardProxy
+from mocra_proxy.testing import ForwardProxy, OriginServer
 
 pytestmark = pytest.mark.anyio
 
@@ -185,3 +188,35 @@ async def test_a_transport_pushed_out_of_the_cache_finishes_its_request(transpor
             assert len(down._via) == 1
     assert got == [200, 200]
     assert [s.status for s in slow.seen] == [200]
+
+
+@pytest.fixture(scope="module")
+def server_tls(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
+    """A server context with a self-signed certificate for 127.0.0.1, made with the openssl CLI."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def test_an_https_page_through_connect_and_a_banned_tunnel(
+    transport: str, server_tls: ssl.SSLContext
+) -> None:
+    banned, good = ForwardProxy(mode="forbid"), ForwardProxy(username="user", password="pw")
+    origin = OriginServer({"/secure": "tls page"}, ssl_context=server_tls)
+    async with origin.running() as site, proxies(banned, good) as urls, pool_of(urls) as pool:
+        settings = DownloadSettings(transport=transport, verify=False)  # type: ignore[arg-type]
+        async with HttpxDownloader(settings, proxies=ProxyRoute(pool=pool)) as down:
+            response = await down.download(Request(f"{site}/secure"))
+    assert (response.status, response.body) == (200, b"tls page")
+    assert [(s.method, s.status) for s in banned.seen] == [("CONNECT", 403)]
+    assert [(s.method, s.status, s.authorized) for s in good.seen] == [("CONNECT", 200, True)]
+    assert down.proxy_failures == Counter({urls[0]: 1})
