@@ -19,7 +19,8 @@ HEALTH_FIELDS = (
     "evicted",
 )
 
-# KEYS[1] the proxy's hash; ARGV[1] TTL in ms (0: none, and none left); ARGV[2..9] the incoming record (HEALTH_FIELDS).
+# KEYS[1] the proxy's hash; ARGV[1] TTL in ms (0: none, and none left);
+# ARGV[2..9] the incoming record (HEALTH_FIELDS).
 MERGE_HEALTH = """
 local key, ttl = KEYS[1], tonumber(ARGV[1])
 local names = {'successes', 'failures', 'consecutive_errors', 'cooldowns',
@@ -68,7 +69,8 @@ return 1
 """
 
 # KEYS[1] the domain's hash (tier, since), KEYS[2] its ban times (sorted set, member = score = the time);
-# ARGV[1] TTL in ms (0: none, and none left), ARGV[2] tier, ARGV[3] since, ARGV[4] ban times to keep, ARGV[5..] ban times.
+# ARGV[1] TTL in ms (0: none, and none left), ARGV[2] tier, ARGV[3] since, ARGV[4] ban times to keep,
+# ARGV[5..] ban times.
 MERGE_TIER = """
 local ttl, tier, since, keep = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4])
 local stored = redis.call('HMGET', KEYS[1], 'tier', 'since')

@@ -16,10 +16,11 @@ import anyio.abc
 import anyio.from_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ._serve import in_thread, serving
 from ._wire import HOP_BY_HOP, Head, head_bytes, pipe, read_head, response_bytes, splice
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator
 
     from anyio.abc import SocketStream
 
@@ -121,23 +122,12 @@ class ForwardProxy:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[str]:
         """Serve inside the current task group until the block exits; yields `url`."""
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
-        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        async with listener, anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, self._serve_connection)
-            try:
-                yield self.url
-            finally:
-                tg.cancel_scope.cancel()
+        async with serving(self._serve_connection, port=self.port) as self.port:
+            yield self.url
 
-    @contextlib.contextmanager
-    def run_in_thread(self) -> Iterator[str]:
+    def run_in_thread(self) -> contextlib.AbstractContextManager[str]:
         """Serve from a blocking portal's event-loop thread until the block exits; yields `url`."""
-        with (
-            anyio.from_thread.start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(self.running()) as url,
-        ):
-            yield url
+        return in_thread(self.running)
 
     async def _serve_connection(self, client: SocketStream) -> None:
         rx = BufferedByteReceiveStream(client)

@@ -12,13 +12,13 @@ import anyio
 import anyio.abc
 import anyio.from_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.tls import TLSListener
 
+from ._serve import in_thread, serving
 from ._wire import read_head, response_bytes
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import AsyncIterator, Iterator, Mapping
+    from collections.abc import AsyncIterator, Mapping
 
     from anyio.abc import ByteStream
 
@@ -73,26 +73,14 @@ class OriginServer:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[str]:
         """Serve inside the current task group until the block exits; yields `base_url`."""
-        tcp = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self.port)
-        self.port = tcp.extra(anyio.abc.SocketAttribute.local_port)
-        listener: anyio.abc.Listener[ByteStream] = (
-            TLSListener(tcp, self._ssl_context, standard_compatible=False) if self._ssl_context else tcp
-        )
-        async with listener, anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, self._serve_connection)
-            try:
-                yield self.base_url
-            finally:
-                tg.cancel_scope.cancel()
+        async with serving(
+            self._serve_connection, port=self.port, ssl_context=self._ssl_context
+        ) as self.port:
+            yield self.base_url
 
-    @contextlib.contextmanager
-    def run_in_thread(self) -> Iterator[str]:
+    def run_in_thread(self) -> contextlib.AbstractContextManager[str]:
         """Serve from a blocking portal's event-loop thread until the block exits; yields `base_url`."""
-        with (
-            anyio.from_thread.start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(self.running()) as url,
-        ):
-            yield url
+        return in_thread(self.running)
 
     async def _serve_connection(self, stream: ByteStream) -> None:
         rx = BufferedByteReceiveStream(stream)
