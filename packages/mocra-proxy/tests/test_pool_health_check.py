@@ -7,20 +7,10 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from mocra_proxy import HealthCheck, Outcome, Proxy, ProxyPool
+from mocra_proxy import HealthCheck, Outcome, Proxy, ProxyPool, StaticSource
 from mocra_proxy.testing import ForwardProxy, OriginServer
 
 pytestmark = pytest.mark.anyio
-
-
-class ListSource:
-    name, weight = "list", 1.0
-
-    def __init__(self, *urls: str) -> None:
-        self.proxies = [Proxy.parse(u) for u in urls]
-
-    async def fetch(self) -> list[Proxy]:
-        return list(self.proxies)
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -36,7 +26,7 @@ async def test_probe_success_ends_a_cooldown_and_a_dead_proxy_is_evicted() -> No
     good, dead = ForwardProxy(username="u", password="s3cret"), ForwardProxy(mode="drop")
     async with origin.running() as site, good.running() as good_url, dead.running() as dead_url:
         check = HealthCheck(url=f"{site}/health", interval=0.05, timeout=2.0)
-        pool = ProxyPool([ListSource(good_url, dead_url)], health_check=check, cooldown=600, max_errors=2)
+        pool = ProxyPool([StaticSource([good_url, dead_url])], health_check=check, cooldown=600, max_errors=2)
         async with pool:
             proxy = Proxy.parse(good_url)
             await pool.report(proxy, Outcome(ok=False, status=403))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mocra_proxy import Limits, NoProxyAvailable, Outcome, Proxy, ProxyPool
+from mocra_proxy import Limits, NoProxyAvailable, Outcome, ProxyPool, StaticSource
 
 pytestmark = pytest.mark.anyio
 
@@ -18,17 +18,7 @@ class Clock:
         return self.now
 
 
-class ListSource:
-    name, weight = "list", 1.0
-
-    def __init__(self, *urls: str) -> None:
-        self.proxies = [Proxy.parse(u) for u in urls]
-
-    async def fetch(self) -> list[Proxy]:
-        return list(self.proxies)
-
-
-ONE = ListSource("http://10.0.0.1:8080")
+ONE = StaticSource(["http://10.0.0.1:8080"])
 
 
 async def test_rate_per_proxy_spaces_leases() -> None:
@@ -103,7 +93,7 @@ async def test_waiting_lease_is_woken_when_the_cooldown_ends() -> None:
 
 async def test_timeout_raises_no_proxy_available_naming_the_counts() -> None:
     urls = ("http://10.0.0.1:8080", "http://10.0.0.2:8080", "http://10.0.0.3:8080")
-    async with ProxyPool([ListSource(*urls)], limits=Limits(concurrency=1), cooldown=60) as pool:
+    async with ProxyPool([StaticSource(urls)], limits=Limits(concurrency=1), cooldown=60) as pool:
         first, second, third = pool.proxies
         await pool.report(first, Outcome(ok=False, status=429))
         await pool.report(second, Outcome(ok=False, error="ConnectTimeout"))

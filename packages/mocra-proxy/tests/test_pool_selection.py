@@ -9,13 +9,13 @@ import pytest
 
 from mocra_proxy import (
     Outcome,
-    Proxy,
     ProxyHealth,
     ProxyPool,
     RandomPolicy,
     RoundRobinPolicy,
     ScorePolicy,
     SelectionPolicy,
+    StaticSource,
 )
 
 pytestmark = pytest.mark.anyio
@@ -27,16 +27,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-class ListSource:
-    name, weight = "list", 1.0
-
-    def __init__(self, *urls: str) -> None:
-        self.proxies = [Proxy.parse(u) for u in urls]
-
-    async def fetch(self) -> list[Proxy]:
-        return list(self.proxies)
 
 
 THREE = ("http://10.0.0.1:8080", "http://10.0.0.2:8080", "http://10.0.0.3:8080")
@@ -72,7 +62,7 @@ def test_policies_are_selection_policies() -> None:
 async def test_score_policy_rotates_equal_proxies() -> None:
     clock = Clock()
     seen = []
-    async with ProxyPool([ListSource(*THREE)], clock=clock) as pool:
+    async with ProxyPool([StaticSource(THREE)], clock=clock) as pool:
         for _ in range(6):
             async with pool.lease() as lease:
                 seen.append(lease.proxy.host)
@@ -83,7 +73,7 @@ async def test_score_policy_rotates_equal_proxies() -> None:
 
 async def test_score_policy_avoids_the_failing_proxy() -> None:
     clock = Clock()
-    async with ProxyPool([ListSource(*THREE)], clock=clock, max_errors=100) as pool:
+    async with ProxyPool([StaticSource(THREE)], clock=clock, max_errors=100) as pool:
         bad = pool.proxies[0]
         for _ in range(3):  # 500s: failures that count but do not cool down
             await pool.report(bad, Outcome(ok=False, status=500))
@@ -98,7 +88,7 @@ async def test_score_policy_avoids_the_failing_proxy() -> None:
 
 
 async def test_round_robin_pool_rotates_in_order() -> None:
-    async with ProxyPool([ListSource(*THREE)], policy=RoundRobinPolicy()) as pool:
+    async with ProxyPool([StaticSource(THREE)], policy=RoundRobinPolicy()) as pool:
         hosts = []
         for _ in range(6):
             async with pool.lease() as lease:
@@ -107,7 +97,7 @@ async def test_round_robin_pool_rotates_in_order() -> None:
 
 
 async def test_sticky_key_keeps_its_proxy_until_it_fails() -> None:
-    async with ProxyPool([ListSource(*THREE)], policy=RoundRobinPolicy()) as pool:
+    async with ProxyPool([StaticSource(THREE)], policy=RoundRobinPolicy()) as pool:
         async with pool.lease(key="alice") as first:
             await first.ok()
         for _ in range(5):
