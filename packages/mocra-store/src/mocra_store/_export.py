@@ -1,0 +1,117 @@
+"""The tenants mapping out of the database: every field written, names sorted, secrets only when asked."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from .models import (
+    Account,
+    AccountPlatform,
+    Credential,
+    Middleware,
+    Module,
+    ModuleAccount,
+    ModuleMiddleware,
+    ModulePlatform,
+    Platform,
+    Schedule,
+)
+from .tenants_file import ANY_PLATFORM
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from ._secrets import Sealer
+
+__all__ = ("export_tenants",)
+
+
+def _switch(row: Account | Platform | Module | Middleware) -> dict[str, Any]:
+    return {"enabled": row.enabled, "config": dict(row.config)}
+
+
+def _relation(names: dict[str, str], row: AccountPlatform | ModuleAccount | ModulePlatform) -> dict[str, Any]:
+    return {**names, "priority": row.priority, "enabled": row.enabled, "config": dict(row.config)}
+
+
+async def _credentials(
+    session: AsyncSession, sealer: Sealer, account_names: dict[int, str], platform_names: dict[int, str]
+) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = defaultdict(dict)
+    for row in await session.scalars(select(Credential)):
+        account = account_names[row.account_id]
+        platform = ANY_PLATFORM if row.platform_id is None else platform_names[row.platform_id]
+        what = f"the password of account {account!r} on {platform}"
+        login = {"username": row.username, "password": sealer.open(row.secret, what=what)}
+        found[account][platform] = {**login, "extra": dict(row.extra)}
+    return found
+
+
+async def export_tenants(session: AsyncSession, sealer: Sealer, *, secrets: bool) -> dict[str, Any]:
+    """Everything as a tenants mapping ``import_tenants`` reads back; credentials only with ``secrets``."""
+    accounts = {row.id: row for row in await session.scalars(select(Account).order_by(Account.name))}
+    platforms = {row.id: row for row in await session.scalars(select(Platform).order_by(Platform.name))}
+    modules = {row.id: row for row in await session.scalars(select(Module).order_by(Module.name))}
+    middlewares = {row.id: row for row in await session.scalars(select(Middleware).order_by(Middleware.name))}
+    a_names = {i: row.name for i, row in accounts.items()}
+    p_names = {i: row.name for i, row in platforms.items()}
+    m_names = {i: row.name for i, row in modules.items()}
+
+    uses: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for use in await session.scalars(select(ModuleMiddleware).order_by(ModuleMiddleware.position)):
+        name = middlewares[use.middleware_id].name
+        uses[use.module_id].append(
+            {"name": name, "position": use.position, "enabled": use.enabled, "config": dict(use.config)}
+        )
+    logins = await _credentials(session, sealer, a_names, p_names) if secrets else {}
+
+    relations = [
+        _relation({"account": a_names[r.account_id], "platform": p_names[r.platform_id]}, r)
+        for r in await session.scalars(select(AccountPlatform))
+    ]
+    relations += [
+        _relation({"module": m_names[r.module_id], "account": a_names[r.account_id]}, r)
+        for r in await session.scalars(select(ModuleAccount))
+    ]
+    relations += [
+        _relation({"module": m_names[r.module_id], "platform": p_names[r.platform_id]}, r)
+        for r in await session.scalars(select(ModulePlatform))
+    ]
+    relations.sort(key=lambda r: (r.get("module", ""), r.get("account", ""), r.get("platform", "")))
+
+    schedules = []
+    for s in await session.scalars(select(Schedule)):
+        entry: dict[str, Any] = {"module": m_names[s.module_id]}
+        if s.account_id is not None:
+            entry["account"] = a_names[s.account_id]
+        if s.platform_id is not None:
+            entry["platform"] = p_names[s.platform_id]
+        schedules.append({**entry, "cron": s.cron, "misfire": s.misfire, "enabled": s.enabled})
+    schedules.sort(key=lambda s: (s["module"], s.get("account", ""), s.get("platform", ""), s["cron"]))
+
+    return {
+        "platforms": {p.name: {"enabled": p.enabled, "config": dict(p.config)} for p in platforms.values()},
+        "middlewares": {
+            m.name: {"kind": m.kind, "enabled": m.enabled, "config": dict(m.config)}
+            for m in middlewares.values()
+        },
+        "modules": {
+            m.name: {
+                "version": m.version,
+                "enabled": m.enabled,
+                "config": dict(m.config),
+                "middlewares": uses[i],
+            }
+            for i, m in modules.items()
+        },
+        "accounts": {
+            a.name: {"enabled": a.enabled, "config": dict(a.config)}
+            | ({"credentials": logins[a.name]} if a.name in logins else {})
+            for a in accounts.values()
+        },
+        "relations": relations,
+        "schedules": schedules,
+    }
