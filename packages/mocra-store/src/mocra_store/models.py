@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     CheckConstraint,
+    Double,
     ForeignKey,
     Index,
     MetaData,
@@ -187,7 +188,7 @@ class Schedule(Base):
     account_id: Mapped[int | None] = _fk("accounts", nullable=True)
     platform_id: Mapped[int | None] = _fk("platforms", nullable=True)
     cron: Mapped[str] = mapped_column(String(200))
-    misfire: Mapped[float] = mapped_column(default=60.0)
+    misfire: Mapped[float] = mapped_column(Double, default=60.0)
     enabled: Mapped[bool] = mapped_column(default=True)
 
 

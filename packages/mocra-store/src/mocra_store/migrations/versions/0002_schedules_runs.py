@@ -25,7 +25,7 @@ def upgrade() -> None:
         sa.Column("account_id", sa.Integer(), nullable=True),
         sa.Column("platform_id", sa.Integer(), nullable=True),
         sa.Column("cron", sa.String(length=200), nullable=False),
-        sa.Column("misfire", sa.Float(), nullable=False),
+        sa.Column("misfire", sa.Double(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         *(
             sa.ForeignKeyConstraint(
