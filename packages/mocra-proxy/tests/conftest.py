@@ -1,5 +1,5 @@
-"""Shared fixtures: the anyio backend, a small real HTTP server for provider endpoints and a self-signed
-certificate for HTTPS origins (no mocra_core)."""
+"""Shared fixtures: the anyio backend, a hand-set clock, a small real HTTP server for provider endpoints and a
+self-signed certificate for HTTPS origins (no mocra_core)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,22 @@ if TYPE_CHECKING:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+class Clock:
+    """A clock that moves only when a test moves `now` (pass it as a pool's or source's `clock`)."""
+
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """A `Clock` at 1,000.0 s."""
+    return Clock()
 
 
 @dataclass

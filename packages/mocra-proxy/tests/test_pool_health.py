@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
 from mocra_proxy import NoProxyAvailable, Outcome, Proxy, ProxyPool, RoundRobinPolicy
 
+if TYPE_CHECKING:
+    from conftest import Clock
+
+
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class BatchSource:
@@ -38,8 +35,7 @@ class BatchSource:
 A, B = "http://u:secret@10.0.0.1:8080", "http://10.0.0.2:8080"
 
 
-async def test_ban_status_cools_down_with_backoff_and_comes_back() -> None:
-    clock = Clock()
+async def test_ban_status_cools_down_with_backoff_and_comes_back(clock: Clock) -> None:
     pool = ProxyPool(
         [BatchSource([A, B])], clock=clock, cooldown=2.0, max_cooldown=5.0, policy=RoundRobinPolicy()
     )
@@ -67,8 +63,7 @@ async def test_ban_status_cools_down_with_backoff_and_comes_back() -> None:
         assert health is not None and (health.cooldowns, health.consecutive_errors) == (0, 0)
 
 
-async def test_connect_error_cools_down_other_failures_only_count() -> None:
-    clock = Clock()
+async def test_connect_error_cools_down_other_failures_only_count(clock: Clock) -> None:
     async with ProxyPool([BatchSource([A])], clock=clock, max_errors=10) as pool:
         [a] = pool.proxies
         await pool.report(a, Outcome(ok=False, status=500))
@@ -78,8 +73,7 @@ async def test_connect_error_cools_down_other_failures_only_count() -> None:
         assert health.cooldown_until == clock.now + 1.0
 
 
-async def test_max_errors_evicts_and_the_pool_refills_from_its_source() -> None:
-    clock = Clock()
+async def test_max_errors_evicts_and_the_pool_refills_from_its_source(clock: Clock) -> None:
     source = BatchSource([A], [A, B])
     async with ProxyPool([source], clock=clock, max_errors=3, cooldown=0.001) as pool:
         [a] = pool.proxies
@@ -93,8 +87,7 @@ async def test_max_errors_evicts_and_the_pool_refills_from_its_source() -> None:
         assert pool.stats().evicted == 1
 
 
-async def test_expired_proxies_are_never_leased_and_are_dropped() -> None:
-    clock = Clock()
+async def test_expired_proxies_are_never_leased_and_are_dropped(clock: Clock) -> None:
     async with ProxyPool([BatchSource([A, B], expires_at=1_010.0)], clock=clock) as pool:
         async with pool.lease() as lease:
             assert lease.proxy.expires_at == 1_010.0
@@ -105,13 +98,12 @@ async def test_expired_proxies_are_never_leased_and_are_dropped() -> None:
         assert pool.proxies == []
 
 
-async def test_expired_proxies_are_not_loaded() -> None:
-    async with ProxyPool([BatchSource([A], expires_at=10.0)], clock=Clock()) as pool:
+async def test_expired_proxies_are_not_loaded(clock: Clock) -> None:
+    async with ProxyPool([BatchSource([A], expires_at=10.0)], clock=clock) as pool:
         assert pool.proxies == []
 
 
-async def test_escaping_exception_is_reported_as_a_failure_by_class_name() -> None:
-    clock = Clock()
+async def test_escaping_exception_is_reported_as_a_failure_by_class_name(clock: Clock) -> None:
     async with ProxyPool([BatchSource([A, B])], clock=clock, policy=RoundRobinPolicy()) as pool:
         with pytest.raises(ConnectionResetError):
             async with pool.lease() as lease:
@@ -121,8 +113,8 @@ async def test_escaping_exception_is_reported_as_a_failure_by_class_name() -> No
         assert lease.reported
 
 
-async def test_no_report_and_no_exception_leaves_the_record_alone() -> None:
-    async with ProxyPool([BatchSource([A])], clock=Clock()) as pool:
+async def test_no_report_and_no_exception_leaves_the_record_alone(clock: Clock) -> None:
+    async with ProxyPool([BatchSource([A])], clock=clock) as pool:
         async with pool.lease() as lease:
             pass
         health = pool.health(lease.proxy)
@@ -131,8 +123,8 @@ async def test_no_report_and_no_exception_leaves_the_record_alone() -> None:
         assert pool.stats().leased == 0
 
 
-async def test_cancellation_is_not_blamed_on_the_proxy() -> None:
-    async with ProxyPool([BatchSource([A])], clock=Clock()) as pool:
+async def test_cancellation_is_not_blamed_on_the_proxy(clock: Clock) -> None:
+    async with ProxyPool([BatchSource([A])], clock=clock) as pool:
         with anyio.move_on_after(0.01):
             async with pool.lease() as lease:
                 await anyio.sleep(5)
@@ -141,8 +133,8 @@ async def test_cancellation_is_not_blamed_on_the_proxy() -> None:
         assert pool.stats().leased == 0
 
 
-async def test_explicit_report_wins_over_the_exception_and_counts_once() -> None:
-    async with ProxyPool([BatchSource([A])], clock=Clock(), max_errors=10) as pool:
+async def test_explicit_report_wins_over_the_exception_and_counts_once(clock: Clock) -> None:
+    async with ProxyPool([BatchSource([A])], clock=clock, max_errors=10) as pool:
         with pytest.raises(ValueError, match="parse"):
             async with pool.lease() as lease:
                 await lease.ok(200, latency=0.25)
@@ -153,9 +145,11 @@ async def test_explicit_report_wins_over_the_exception_and_counts_once() -> None
         assert (health.successes, health.failures, health.latency) == (1, 0, 0.25)
 
 
-async def test_credentials_stay_out_of_reprs_logs_and_errors(caplog: pytest.LogCaptureFixture) -> None:
+async def test_credentials_stay_out_of_reprs_logs_and_errors(
+    caplog: pytest.LogCaptureFixture, clock: Clock
+) -> None:
     caplog.set_level(logging.DEBUG, logger="mocra_proxy")
-    async with ProxyPool([BatchSource([A])], clock=Clock(), max_errors=2) as pool:
+    async with ProxyPool([BatchSource([A])], clock=clock, max_errors=2) as pool:
         async with pool.lease() as lease:
             assert "secret" not in repr(lease) and "secret" not in repr(pool)
             await lease.failed(403)

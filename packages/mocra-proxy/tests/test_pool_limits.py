@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import anyio
 import pytest
 
 from mocra_proxy import Limits, NoProxyAvailable, Outcome, ProxyPool, StaticSource
 
+if TYPE_CHECKING:
+    from conftest import Clock
+
+
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 ONE = StaticSource(["http://10.0.0.1:8080"])
 
 
-async def test_rate_per_proxy_spaces_leases() -> None:
-    clock = Clock()
+async def test_rate_per_proxy_spaces_leases(clock: Clock) -> None:
     async with ProxyPool([ONE], clock=clock, limits=Limits(rate=4.0)) as pool:
         granted = []
         for _ in range(16):  # 16 ticks of 1/16 s (exact in binary) = 1 s
@@ -36,8 +33,7 @@ async def test_rate_per_proxy_spaces_leases() -> None:
     assert [round(b - a, 6) for a, b in zip(granted, granted[1:], strict=False)] == [0.25, 0.25, 0.25]
 
 
-async def test_rate_per_proxy_and_domain_leaves_other_domains_free() -> None:
-    clock = Clock()
+async def test_rate_per_proxy_and_domain_leaves_other_domains_free(clock: Clock) -> None:
     async with ProxyPool([ONE], clock=clock, limits=Limits(domain_rate=1.0)) as pool:
         async with pool.lease(domain="a.example"):
             pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,15 +19,11 @@ from mocra_proxy import (
     StaticSource,
 )
 
+if TYPE_CHECKING:
+    from conftest import Clock
+
+
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 THREE = ("http://10.0.0.1:8080", "http://10.0.0.2:8080", "http://10.0.0.3:8080")
@@ -59,8 +56,7 @@ def test_policies_are_selection_policies() -> None:
     assert all(callable(p.choose) for p in policies)
 
 
-async def test_score_policy_rotates_equal_proxies() -> None:
-    clock = Clock()
+async def test_score_policy_rotates_equal_proxies(clock: Clock) -> None:
     seen = []
     async with ProxyPool([StaticSource(THREE)], clock=clock) as pool:
         for _ in range(6):
@@ -71,8 +67,7 @@ async def test_score_policy_rotates_equal_proxies() -> None:
     assert Counter(seen) == {"10.0.0.1": 2, "10.0.0.2": 2, "10.0.0.3": 2}
 
 
-async def test_score_policy_avoids_the_failing_proxy() -> None:
-    clock = Clock()
+async def test_score_policy_avoids_the_failing_proxy(clock: Clock) -> None:
     async with ProxyPool([StaticSource(THREE)], clock=clock, max_errors=100) as pool:
         bad = pool.proxies[0]
         for _ in range(3):  # 500s: failures that count but do not cool down

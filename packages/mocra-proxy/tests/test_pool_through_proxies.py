@@ -178,7 +178,7 @@ async def test_per_proxy_rate_limit_is_honoured_at_the_proxies() -> None:
                     tg.start_soon(functools.partial(get, pool, base + "/", clients=clients))
 
     assert sum(len(p.seen) for p in proxies) == 12
-    for proxy in proxies:
-        arrivals = sorted(s.at for s in proxy.seen)
+    for forward in proxies:
+        arrivals = sorted(s.at for s in forward.seen)
         gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
         assert gaps and min(gaps) >= 1 / rate - 0.03, gaps  # lease spacing, less connect jitter

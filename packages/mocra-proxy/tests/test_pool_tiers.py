@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from mocra_proxy import MemoryState, Outcome, Proxy, ProxyPool, Tiers
 
+if TYPE_CHECKING:
+    from conftest import Clock
+
+
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class TieredSource:
@@ -41,8 +39,7 @@ async def lease_tier(pool: ProxyPool, domain: str | None, status: int = 200) -> 
         return lease.proxy.tier
 
 
-async def test_domain_starts_cheapest_escalates_on_bans_and_steps_down() -> None:
-    clock = Clock()
+async def test_domain_starts_cheapest_escalates_on_bans_and_steps_down(clock: Clock) -> None:
     async with ProxyPool([TieredSource()], clock=clock, tiers=TIERS, cooldown=0.001) as pool:
         assert await lease_tier(pool, "shop.example", 403) == 0
         clock.now += 1
@@ -61,8 +58,7 @@ async def test_domain_starts_cheapest_escalates_on_bans_and_steps_down() -> None
         assert await lease_tier(pool, "shop.example") == 0
 
 
-async def test_bans_outside_the_window_do_not_escalate() -> None:
-    clock = Clock()
+async def test_bans_outside_the_window_do_not_escalate(clock: Clock) -> None:
     async with ProxyPool([TieredSource()], clock=clock, tiers=TIERS, cooldown=0.001) as pool:
         for _ in range(4):
             assert await lease_tier(pool, "shop.example", 403) == 0
@@ -75,8 +71,8 @@ async def test_without_tiers_all_proxies_are_candidates() -> None:
     assert tiers == {0, 1, 2}
 
 
-async def test_state_shares_bans_evictions_and_tiers_between_pools() -> None:
-    clock, state = Clock(), MemoryState()
+async def test_state_shares_bans_evictions_and_tiers_between_pools(clock: Clock) -> None:
+    state = MemoryState()
     one = ProxyPool([TieredSource()], clock=clock, tiers=TIERS, state=state, max_errors=2, cooldown=30)
     two = ProxyPool([TieredSource()], clock=clock, tiers=TIERS, state=state, max_errors=2, cooldown=30)
     async with one, two:

@@ -27,17 +27,9 @@ from mocra_proxy import (
 if TYPE_CHECKING:
     import pathlib
 
-    from conftest import Origin
+    from conftest import Clock, Origin
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def ids(proxies: object) -> list[str]:
@@ -150,9 +142,8 @@ async def test_provider_json_strings_and_objects_with_fields(
     assert [r.getMessage().split(":")[-2] for r in caplog.records] == [" item 3 skipped", " item 4 skipped"]
 
 
-async def test_provider_keeps_its_rate_limit(origin: Origin) -> None:
+async def test_provider_keeps_its_rate_limit(origin: Origin, clock: Clock) -> None:
     url = origin.route("/list", "10.0.0.1:8080\n")
-    clock = Clock()
     source = ProviderSource(url, min_interval=30.0, clock=clock)
     first = await source.fetch()
     clock.now += 29.0
@@ -179,9 +170,10 @@ async def test_provider_concurrent_fetches_share_one_request(origin: Origin) -> 
     assert origin.hits["/list"] == 1
 
 
-async def test_provider_a_call_too_soon_after_a_failure_returns_the_last_batch(origin: Origin) -> None:
+async def test_provider_a_call_too_soon_after_a_failure_returns_the_last_batch(
+    origin: Origin, clock: Clock
+) -> None:
     url = origin.route("/list", "10.0.0.1:8080\n")
-    clock = Clock()
     source = ProviderSource(url, min_interval=10.0, clock=clock)
     await source.fetch()
     clock.now += 10.0
@@ -226,7 +218,7 @@ async def test_provider_timeout(origin: Origin) -> None:
 async def test_provider_connection_refused_names_it_without_credentials() -> None:
     with anyio.fail_after(5):
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-        port = listener.extra(anyio.abc.SocketAttribute.local_port)  # type: ignore[attr-defined]
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
         await listener.aclose()
     source = ProviderSource(f"http://key:s3cret@127.0.0.1:{port}/list?token=abc")
     with pytest.raises(ProviderError) as caught:
