@@ -2,24 +2,24 @@
 
 Run (nginx of `../shared/bench` must be up: `../shared/bench/setup.sh`, see `benchmarks/README.md`):
 
-    uv run python benchmarks/bench_proxy_crawl.py [--rounds 3] [--pages N] [--proxies 4] [--policy score]
+    uv run python benchmarks/bench_proxy_crawl.py [--rounds 3] [--pages N] [--proxies 4] [--policy score] \
+        [--variants direct,pool,pool-proxypy]
 
-Each round crawls the shared synthetic shop twice with `benchmarks/mocra_bench_spider.py`, the order
-alternating between rounds:
+Each round crawls the shared synthetic shop once per variant with `benchmarks/mocra_bench_spider.py`,
+the order rotating between rounds:
 
 - `direct`: no proxy;
 - `pool`: `[proxy.pool]` with one `static` source per proxy, each a `mocra_proxy.testing.ForwardProxy`
-  on 127.0.0.1 in a process of its own (started fresh for the round, stopped after it).
+  on 127.0.0.1 in a process of its own (started fresh for the crawl, stopped after it);
+- `pool-proxypy`: the same pool of proxy.py processes (a benchmark-only install, see `proxy_procs.py`).
 
-The crawler is a child process (`os.wait4` gives its CPU); each proxy reports the CPU it spent between
-listening and being stopped, and how many requests it carried (with their `time.monotonic()` span); nginx's
-CPU is read from `/proc`. Every crawl is checked: every item equal to the site's ground truth, none twice,
-`items == pages - listing pages`, all 20,000 items for a full crawl, and in `pool` rounds the proxies must
-have carried exactly the crawl's responses (the share of each is printed). `--pages N` stops a crawl after
-N downloads (`crawl.max_pages`); the default is the full crawl (21,000 pages).
-
-Internal: `--serve-proxy` runs one proxy (what the pool rounds start), printing its port, then on a line
-on stdin (or its end) a JSON report.
+The crawler is a child process (`os.wait4` gives its CPU, interpreter start and imports included, as
+`measure.py`'s); the proxies' CPU (their process trees, from just before the crawl to just after it) and
+nginx's are read from `/proc`. Every crawl is checked: every item equal to the site's ground truth, none
+twice, `items == pages - listing pages`, all 20,000 items for a full crawl; through proxies, each must have
+carried its share (±5 points of 1/N of the requests, as the proxies count them; all of them add up to the
+crawl's pages; ForwardProxy's answers all 200). `--pages N` stops a crawl after N downloads
+(`crawl.max_pages`); the default is the full crawl (21,000 pages). Exit 1 if any check failed.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from proxy_procs import ForwardProxies, ProxyPyProxies, nginx_cpu
+
 HERE = Path(__file__).resolve().parent
 SPIDER = HERE / "mocra_bench_spider.py"
 TRUTH = Path("/tmp/benchsite/_meta/truth.jsonl")
-NGINX_PID = Path("/tmp/benchnginx/nginx.pid")
 FULL_ITEMS = 20_000
 
 
@@ -48,83 +48,6 @@ def say(line: str = "") -> None:
     """Print one line of the report."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
-
-
-# --- one proxy, in its own process ----------------------------------------------------------------------
-
-
-def _cpu_self() -> float:
-    """CPU seconds (user + system) of this process so far."""
-    t = os.times()
-    return t.user + t.system
-
-
-async def _serve_proxy() -> None:
-    """Run a `ForwardProxy` until a line (or EOF) on stdin; print its port, then its report as JSON."""
-    import anyio
-    import anyio.to_thread
-
-    from mocra_proxy.testing import ForwardProxy
-
-    proxy = ForwardProxy()
-    async with proxy.running():
-        say(str(proxy.port))
-        cpu0 = _cpu_self()
-        await anyio.to_thread.run_sync(sys.stdin.readline)
-        cpu = _cpu_self() - cpu0
-    at = [s.at for s in proxy.seen]
-    report = {
-        "port": proxy.port,
-        "requests": len(proxy.seen),
-        "statuses": dict(Counter(str(s.status) for s in proxy.seen)),
-        "first_at": min(at, default=None),
-        "last_at": max(at, default=None),
-        "cpu_s": cpu,
-    }
-    say(json.dumps(report))
-
-
-class ProxyProcs:
-    """`count` proxy processes, started on entry; `stop()` ends them and returns their reports."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.procs: list[subprocess.Popen[str]] = []
-        self.ports: list[int] = []
-
-    def __enter__(self) -> ProxyProcs:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--serve-proxy"]
-        for _ in range(self.count):
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            self.procs.append(proc)
-        for proc in self.procs:
-            assert proc.stdout is not None
-            self.ports.append(int(proc.stdout.readline()))
-        return self
-
-    @property
-    def urls(self) -> list[str]:
-        """The proxies' URLs."""
-        return [f"http://127.0.0.1:{port}" for port in self.ports]
-
-    def stop(self) -> list[dict[str, Any]]:
-        """Stop every proxy; their reports, in port order."""
-        reports = []
-        for proc in self.procs:
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write("stop\n")
-            proc.stdin.flush()
-        for proc in self.procs:
-            assert proc.stdout is not None
-            reports.append(json.loads(proc.stdout.readline()))
-            proc.wait(timeout=30)
-        self.procs.clear()
-        return reports
-
-    def __exit__(self, *exc: object) -> None:
-        for proc in self.procs:  # only if stop() was not reached
-            proc.kill()
-            proc.wait()
 
 
 # --- one crawl ------------------------------------------------------------------------------------------
@@ -156,23 +79,6 @@ class Crawl:
     def proxies_cpu_s(self) -> float | None:
         """CPU of all proxies together (None in a direct crawl)."""
         return sum(p["cpu_s"] for p in self.proxies) if self.proxies else None
-
-
-def nginx_cpu() -> float | None:
-    """CPU seconds of the nginx master and its workers, or None without nginx."""
-    try:
-        pid = int(NGINX_PID.read_text().strip())
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except (OSError, ValueError):
-        return None
-    total = 0.0
-    for p in [pid, *map(int, children)]:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def pool_settings(urls: list[str], policy: str) -> list[str]:
@@ -226,28 +132,31 @@ def check_items(path: Path, app: dict[str, Any], truth: dict[str, Any], full: bo
 
 
 def check_proxies(reports: list[dict[str, Any]], app: dict[str, Any]) -> list[str]:
-    """Problems with what the proxies carried: not every response, anything but 200, or a skewed share."""
-    total = sum(r["requests"] for r in reports)
-    ok = sum(r["statuses"].get("200", 0) for r in reports)
+    """Problems with what the proxies carried: not every page, a skewed share, anything but 200."""
     problems = []
-    if total != app["pages"] or ok != total:
-        problems.append(f"proxies carried {total} requests ({ok} answered 200) for {app['pages']} pages")
+    total = sum(r["requests"] for r in reports)
+    if total != app["pages"]:
+        problems.append(f"the proxies carried {total} requests for {app['pages']} pages")
     for r in reports:
-        if total and abs(r["requests"] / total - 1 / len(reports)) > 0.05:
-            problems.append(f"proxy :{r['port']} carried {r['requests'] / total:.1%} of the requests")
+        if not total or abs(r["requests"] / total - 1 / len(reports)) > 0.05:
+            problems.append(f"proxy :{r['port']} carried {r['requests'] / max(total, 1):.1%} of the requests")
+    if "statuses" in reports[0] and (ok := sum(r["statuses"].get("200", 0) for r in reports)) != total:
+        problems.append(f"{total - ok} requests not answered 200 by a proxy")
     return problems
 
 
 def crawl(
     variant: str, args: argparse.Namespace, workdir: Path, truth: dict[str, Any], log: IO[bytes]
 ) -> Crawl:
-    """One crawl of `variant` (`direct` or `pool`), checked."""
+    """One crawl of `variant`, checked."""
     settings = [f"crawl.max_pages={args.pages}"] if args.pages else []
     log.write(f"\n===== {variant} {time.strftime('%H:%M:%S')}\n".encode())
     log.flush()
     reports: list[dict[str, Any]] = []
-    if variant == "pool":
-        with ProxyProcs(args.proxies) as procs:
+    if variant != "direct":
+        kind = ForwardProxies if variant == "pool" else ProxyPyProxies
+        with kind(args.proxies) as procs:
+            procs.begin()
             nginx0 = nginx_cpu()
             app, cpu = run_spider(workdir, settings + pool_settings(procs.urls, args.policy), args.base, log)
             nginx1 = nginx_cpu()
@@ -278,12 +187,12 @@ def med(values: list[float]) -> str:
 def describe(c: Crawl) -> str:
     """One line about one crawl."""
     line = (
-        f"  {c.variant:<6} {c.pages:>6} pages {c.items:>6} items {c.pages_per_s:8.1f} pages/s "
+        f"  {c.variant:<12} {c.pages:>6} pages {c.items:>6} items {c.pages_per_s:8.1f} pages/s "
         f"crawler {c.per_page_ms(c.cpu_s):.3f} CPU ms/page"
     )
     if c.proxies:
-        shares = " ".join(f"{p['requests']}" for p in c.proxies)
-        line += f", proxies {c.per_page_ms(c.proxies_cpu_s):.3f} CPU ms/page (requests each: {shares})"
+        each = " ".join(str(p["requests"]) for p in c.proxies)
+        line += f", proxies {c.per_page_ms(c.proxies_cpu_s):.3f} CPU ms/page (requests each: {each})"
     if c.nginx_cpu_s is not None:
         line += f", nginx {c.per_page_ms(c.nginx_cpu_s):.3f}"
     return line + ("  ** " + "; ".join(c.problems) if c.problems else "  ok")
@@ -296,7 +205,7 @@ def table(crawls: list[Crawl]) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     rates: dict[str, float] = {}
-    for variant in ("direct", "pool"):
+    for variant in dict.fromkeys(c.variant for c in crawls):
         mine = [c for c in crawls if c.variant == variant]
         if not mine:
             continue
@@ -309,8 +218,9 @@ def table(crawls: list[Crawl]) -> list[str]:
             f"{med([c.per_page_ms(c.cpu_s) or 0.0 for c in mine])} | {med(proxies)} | {med(nginx)} | "
             f"{len(mine) - bad}/{len(mine)} ok |"
         )
-    if len(rates) == 2:
-        lines.append(f"\npool / direct pages/s (medians): {rates['pool'] / rates['direct']:.2f}×")
+    for variant, rate in rates.items():
+        if variant != "direct" and "direct" in rates:
+            lines.append(f"\n{variant} / direct pages/s (medians): {rate / rates['direct']:.2f}×")
     return lines
 
 
@@ -322,14 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--proxies", type=int, default=4, help="proxy processes in the pool")
     ap.add_argument("--policy", default="score", choices=("score", "round_robin", "random"))
     ap.add_argument("--base", default="http://127.0.0.1:8731", help="the bench site")
+    ap.add_argument("--variants", default="direct,pool", help="direct, pool (ForwardProxy), pool-proxypy")
     ap.add_argument("--json", help="write every crawl's figures to this file")
-    ap.add_argument("--serve-proxy", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.serve_proxy:
-        import anyio
-
-        anyio.run(_serve_proxy)
-        return 0
+    variants = args.variants.split(",")
+    if unknown := set(variants) - {"direct", "pool", "pool-proxypy"}:
+        raise SystemExit(f"unknown variants: {', '.join(sorted(unknown))}")
     if nginx_cpu() is None or not TRUTH.exists():
         raise SystemExit("the bench site is not up: run ../shared/bench/setup.sh (or nginx_ctl.sh start)")
     truth = {d["url"]: d for d in map(json.loads, TRUTH.read_text().splitlines())}
@@ -338,13 +246,13 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         log_path = Path(tempfile.gettempdir()) / "bench_proxy_crawl.log"
         say(
-            f"bench crawl direct vs {args.proxies} ForwardProxy processes ({args.policy} policy), "
+            f"bench crawl: {', '.join(variants)}; {args.proxies} proxy processes ({args.policy} policy), "
             f"{args.rounds} rounds, {args.pages or 'all'} pages, Python {sys.version.split()[0]}, "
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; crawler logs in {log_path}"
         )
         with log_path.open("wb") as log:
             for i in range(args.rounds):
-                order = ("direct", "pool") if i % 2 == 0 else ("pool", "direct")
+                order = variants[i % len(variants) :] + variants[: i % len(variants)]
                 say(f"round {i + 1}:")
                 for variant in order:
                     crawls.append(crawl(variant, args, workdir, truth, log))
