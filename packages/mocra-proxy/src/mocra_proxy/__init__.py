@@ -21,7 +21,7 @@ from ._httpx_client import ProxiedHttpx
 from ._lease import Lease, LeaseContext
 from ._limits import Limits
 from ._outcome import Outcome
-from ._policy import RandomPolicy, RoundRobinPolicy, ScorePolicy, SelectionPolicy
+from ._policy import RandomPolicy, RoundRobinPolicy, SamplingPolicy, ScorePolicy, SelectionPolicy
 from ._pool import ProxyPool
 from ._pool_view import NoProxyAvailable, PoolStats
 from ._probe import HealthCheck
@@ -85,6 +85,7 @@ __all__ = (
     "Scheme",
     "ScorePolicy",
     "ScorePolicyConfig",
+    "SamplingPolicy",
     "SelectionPolicy",
     "SourceConfig",
     "SourceError",

@@ -6,13 +6,13 @@ import os
 import pathlib
 import random
 import re
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import msgspec
 
 from ._errors import ProxyPoolError
 from ._limits import Limits
-from ._policy import RandomPolicy, RoundRobinPolicy, ScorePolicy
+from ._policy import DEFAULT_SAMPLE, RandomPolicy, RoundRobinPolicy, ScorePolicy
 from ._probe import HealthCheck  # noqa: TC001 - msgspec reads the annotations at run time
 from ._source_config import FileSourceConfig, SourceConfig
 from ._tiers import Tiers
@@ -47,14 +47,17 @@ class ProxyConfigError(ProxyPoolError, ValueError):
 class ScorePolicyConfig(
     msgspec.Struct, tag="score", tag_field="name", forbid_unknown_fields=True, frozen=True, kw_only=True
 ):
-    """`name = "score"`: lease the best score (see `ScorePolicy`)."""
+    """`name = "score"`: the best score of `sample` free proxies drawn at random (0: all; `ScorePolicy`)."""
 
     latency_scale: float = 1.0
     recency_scale: float = 1.0
+    sample: Annotated[int, msgspec.Meta(ge=0)] = DEFAULT_SAMPLE
 
     def build(self) -> SelectionPolicy:
         """The policy object."""
-        return ScorePolicy(latency_scale=self.latency_scale, recency_scale=self.recency_scale)
+        return ScorePolicy(
+            latency_scale=self.latency_scale, recency_scale=self.recency_scale, sample=self.sample or None
+        )
 
 
 class RoundRobinPolicyConfig(
@@ -110,6 +113,7 @@ class ProxyPoolConfig(msgspec.Struct, forbid_unknown_fields=True, frozen=True, k
     [policy]
     name = "score"                # or "round_robin", "random"
     latency_scale = 0.5
+    sample = 8                    # free proxies compared per lease (0: all)
 
     [limits]
     rate = 2.0                    # per proxy, leases per second

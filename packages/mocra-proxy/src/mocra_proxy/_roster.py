@@ -18,12 +18,13 @@ __all__ = ("Roster",)
 
 
 class Roster:
-    """Who is in the pool: `entries` by proxy id, `by_tier`, the ids evicted for good, the expired count."""
+    """Who is in the pool: `entries` by id, `all` and `by_tier` (lists), evicted ids, the expired count."""
 
-    __slots__ = ("by_tier", "entries", "evicted", "expired", "next_expiry")
+    __slots__ = ("all", "by_tier", "entries", "evicted", "expired", "next_expiry")
 
     def __init__(self) -> None:
         self.entries: dict[str, Entry] = {}
+        self.all: list[Entry] = []
         self.by_tier: dict[int, list[Entry]] = {}
         self.evicted: set[str] = set()
         self.expired = 0
@@ -69,9 +70,30 @@ class Roster:
     ) -> tuple[Entry | None, float]:
         """A free entry of `tier` (all tiers if `None`) chosen by `policy`.
 
-        Returns `(entry, 0.0)`, or `(None, seconds until one may be free)` (`inf`: when a lease ends).
+        A `SamplingPolicy` names the few entries to look at; only if none of them is free (or the policy
+        has no `visit`) are all of them looked at. Returns `(entry, 0.0)`, or `(None, seconds until one
+        may be free)` (`inf`: when a lease ends).
         """
-        pool = self.by_tier.get(tier, ()) if tier is not None else self.entries.values()
+        pool = self.all if tier is None else self.by_tier.get(tier, [])
+        visit = getattr(policy, "visit", None)
+        if visit is not None and pool:
+            want: int = policy.sample  # type: ignore[attr-defined]
+            free: list[Entry] = []
+            for position in visit(len(pool)):
+                entry = pool[position]
+                if entry.ready_at(now, domain, limits) <= now and entry not in free:
+                    free.append(entry)
+                    if len(free) >= want:
+                        break
+            if free:
+                return self._choose(policy, free, now), 0.0
+        return self._scan(policy, pool, limits, domain, now)
+
+    @staticmethod
+    def _scan(
+        policy: SelectionPolicy, pool: list[Entry], limits: Limits, domain: str | None, now: float
+    ) -> tuple[Entry | None, float]:
+        """Look at every entry: a free one chosen by `policy`, or how long until one may be free."""
         free: list[Entry] = []
         earliest = INF
         for entry in pool:
@@ -82,7 +104,11 @@ class Roster:
                 earliest = at
         if not free:
             return None, earliest - now
-        return (free[0] if len(free) == 1 else free[policy.choose([e.health for e in free], now)]), 0.0
+        return Roster._choose(policy, free, now), 0.0
+
+    @staticmethod
+    def _choose(policy: SelectionPolicy, free: list[Entry], now: float) -> Entry:
+        return free[0] if len(free) == 1 else free[policy.choose([e.health for e in free], now)]
 
     def idle(self) -> list[Entry]:
         """The entries with no lease held."""
@@ -97,6 +123,7 @@ class Roster:
         for entry in self.entries.values():
             by_tier.setdefault(entry.proxy.tier, []).append(entry)
         self.by_tier = by_tier
+        self.all = list(self.entries.values())
         expiries = [e.proxy.expires_at for e in self.entries.values() if e.proxy.expires_at is not None]
         self.next_expiry = min(expiries, default=INF)
 
