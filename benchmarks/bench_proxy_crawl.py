@@ -14,12 +14,13 @@ the order rotating between rounds:
 - `pool-proxypy`: the same pool of proxy.py processes (a benchmark-only install, see `proxy_procs.py`).
 
 The crawler is a child process (`os.wait4` gives its CPU, interpreter start and imports included, as
-`measure.py`'s); the proxies' CPU (their process trees, from just before the crawl to just after it) and
-nginx's are read from `/proc`. Every crawl is checked: every item equal to the site's ground truth, none
-twice, `items == pages - listing pages`, all 20,000 items for a full crawl; through proxies, each must have
-carried its share (±5 points of 1/N of the requests, as the proxies count them; all of them add up to the
-crawl's pages; ForwardProxy's answers all 200). `--pages N` stops a crawl after N downloads
-(`crawl.max_pages`); the default is the full crawl (21,000 pages). Exit 1 if any check failed.
+`measure.py`'s: ~0.8 s); the proxies' CPU (their process trees, from just before the crawl to just after
+it) and nginx's are read from `/proc`, and so is what else kept the machine busy meanwhile ("others", in
+cores, softirq included). Every crawl is checked: every item equal to the site's ground truth, none twice,
+`items == pages - listing pages`, all 20,000 items for a full crawl; through proxies, each must have
+carried its share (±5 points of 1/N of the requests, as the proxies count them), all of them must add up
+to the crawl's pages, and ForwardProxy's answers must all be 200. `--pages N` stops a crawl after N
+downloads (`crawl.max_pages`); the default is the full crawl (21,000 pages). Exit 1 if a check failed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from proxy_procs import ForwardProxies, ProxyPyProxies, nginx_cpu
+from proxy_procs import ForwardProxies, ProxyPyProxies, busy_s, nginx_cpu
 
 HERE = Path(__file__).resolve().parent
 SPIDER = HERE / "mocra_bench_spider.py"
@@ -63,6 +64,7 @@ class Crawl:
     elapsed_s: float
     cpu_s: float
     nginx_cpu_s: float | None
+    others_cores: float
     proxies: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -157,19 +159,21 @@ def crawl(
         kind = ForwardProxies if variant == "pool" else ProxyPyProxies
         with kind(args.proxies) as procs:
             procs.begin()
-            nginx0 = nginx_cpu()
+            nginx0, busy0 = nginx_cpu(), busy_s()
             app, cpu = run_spider(workdir, settings + pool_settings(procs.urls, args.policy), args.base, log)
-            nginx1 = nginx_cpu()
+            nginx1, busy1 = nginx_cpu(), busy_s()
             reports = procs.stop()
     else:
-        nginx0 = nginx_cpu()
+        nginx0, busy0 = nginx_cpu(), busy_s()
         app, cpu = run_spider(workdir, settings, args.base, log)
-        nginx1 = nginx_cpu()
+        nginx1, busy1 = nginx_cpu(), busy_s()
     problems = check_items(workdir / "items.jsonl", app, truth, full=not args.pages)
     if reports:
         problems += check_proxies(reports, app)
     nginx = None if nginx0 is None or nginx1 is None else nginx1 - nginx0
-    return Crawl(variant, app["pages"], app["items"], app["elapsed_s"], cpu, nginx, reports, problems)
+    ours = cpu + sum(r["cpu_s"] for r in reports) + (nginx or 0.0)
+    others = (busy1[0] - busy0[0] - ours) / (busy1[1] - busy0[1])  # cores, softirq included
+    return Crawl(variant, app["pages"], app["items"], app["elapsed_s"], cpu, nginx, others, reports, problems)
 
 
 # --- report ---------------------------------------------------------------------------------------------
@@ -195,6 +199,7 @@ def describe(c: Crawl) -> str:
         line += f", proxies {c.per_page_ms(c.proxies_cpu_s):.3f} CPU ms/page (requests each: {each})"
     if c.nginx_cpu_s is not None:
         line += f", nginx {c.per_page_ms(c.nginx_cpu_s):.3f}"
+    line += f"; others {c.others_cores:.2f} cores"
     return line + ("  ** " + "; ".join(c.problems) if c.problems else "  ok")
 
 
@@ -218,9 +223,9 @@ def table(crawls: list[Crawl]) -> list[str]:
             f"{med([c.per_page_ms(c.cpu_s) or 0.0 for c in mine])} | {med(proxies)} | {med(nginx)} | "
             f"{len(mine) - bad}/{len(mine)} ok |"
         )
-    for variant, rate in rates.items():
-        if variant != "direct" and "direct" in rates:
-            lines.append(f"\n{variant} / direct pages/s (medians): {rate / rates['direct']:.2f}×")
+    ratios = [f"{v} / direct {rate / rates['direct']:.2f}×" for v, rate in rates.items() if v != "direct"]
+    if ratios and "direct" in rates:
+        lines += ["", "pages/s, ratio of the medians: " + ", ".join(ratios)]
     return lines
 
 

@@ -5,7 +5,8 @@ Two kinds, one interface (`urls`, `begin()`, `stop()` → one report per proxy):
 - `ForwardProxies`: `mocra_proxy.testing.ForwardProxy`, one Python process each (this file run as a
   script: it prints its port, then on a line on stdin a JSON report of the requests it carried);
 - `ProxyPyProxies`: proxy.py (PyPI `proxy.py`, a benchmark-only install in a venv of its own, never a
-  project dependency: `python3 -m venv /tmp/proxypy-venv && /tmp/proxypy-venv/bin/pip install proxy.py`),
+  project dependency: `python3 -m venv /tmp/proxypy-venv && /tmp/proxypy-venv/bin/pip install proxy.py`;
+  `$PROXYPY_VENV` names another venv),
   one acceptor and one worker each, counting requests with the plugin in `proxypy_counter.py`; it keeps
   client connections alive, which ForwardProxy does not.
 
@@ -29,7 +30,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NGINX_PID = Path("/tmp/benchnginx/nginx.pid")
-PROXYPY = Path("/tmp/proxypy-venv/bin/proxy")
+PROXYPY = Path(os.environ.get("PROXYPY_VENV", "/tmp/proxypy-venv"), "bin", "proxy")
 PLUGIN = "proxypy_counter.RequestCounter"  # benchmarks/proxypy_counter.py
 
 
@@ -66,6 +67,14 @@ def nginx_cpu() -> float | None:
     except (OSError, ValueError):
         return None
     return cpu_s(tree(pid)) if Path(f"/proc/{pid}").exists() else None
+
+
+def busy_s() -> tuple[float, float]:
+    """(CPU seconds the whole machine was busy, wall seconds) since boot, from `/proc/stat` and `time`."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:8]]  # user nice system idle iowait irq softirq
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK"), time.monotonic()
 
 
 class _Proxies:
@@ -142,7 +151,7 @@ class ProxyPyProxies(_Proxies):
 
     def __enter__(self) -> ProxyPyProxies:
         if not self.binary.exists():
-            raise SystemExit(f"no proxy.py at {self.binary}: see `pip install proxy.py` in {__doc__}")
+            raise SystemExit(f"no proxy.py at {self.binary}: {self.binary.parent.parent}/bin/pip install proxy.py")
         for _ in range(self.count):
             with socket.socket() as s:  # a free port (proxy.py has no "any port" that it reports back)
                 s.bind(("127.0.0.1", 0))
