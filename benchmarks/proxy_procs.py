@@ -6,9 +6,8 @@ Two kinds, one interface (`urls`, `begin()`, `stop()` → one report per proxy):
   script: it prints its port, then on a line on stdin a JSON report of the requests it carried);
 - `ProxyPyProxies`: proxy.py (PyPI `proxy.py`, a benchmark-only install in a venv of its own, never a
   project dependency: `python3 -m venv /tmp/proxypy-venv && /tmp/proxypy-venv/bin/pip install proxy.py`;
-  `$PROXYPY_VENV` names another venv),
-  one acceptor and one worker each, counting requests with the plugin in `proxypy_counter.py`; it keeps
-  client connections alive, which ForwardProxy does not.
+  `$PROXYPY_VENV` names another venv), one acceptor and one worker each, counting requests with the
+  plugin in `proxypy_counter.py`; it keeps client connections alive, which ForwardProxy does not.
 
 A report has `port`, `cpu_s` (the proxy's process tree, from `begin()` to `stop()`) and `requests` (what it
 forwarded); ForwardProxy's also `statuses` (its answers, counted) and `first_at`/`last_at`.
@@ -151,7 +150,7 @@ class ProxyPyProxies(_Proxies):
 
     def __enter__(self) -> ProxyPyProxies:
         if not self.binary.exists():
-            raise SystemExit(f"no proxy.py at {self.binary}: {self.binary.parent.parent}/bin/pip install proxy.py")
+            raise SystemExit(f"no proxy.py at {self.binary}: pip install proxy.py into a venv of its own")
         for _ in range(self.count):
             with socket.socket() as s:  # a free port (proxy.py has no "any port" that it reports back)
                 s.bind(("127.0.0.1", 0))
