@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -19,22 +20,27 @@ from .models import (
     Platform,
     Schedule,
 )
-from .tenants_file import ANY_PLATFORM
+from .tenants_file import ANY_PLATFORM, RELATION_KINDS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from ._secrets import Sealer
 
 __all__ = ("export_tenants",)
 
+RELATIONS = (AccountPlatform, ModuleAccount, ModulePlatform)  # in the order of RELATION_KINDS
+
 
 def _switch(row: Account | Platform | Module | Middleware) -> dict[str, Any]:
     return {"enabled": row.enabled, "config": dict(row.config)}
 
 
-def _relation(names: dict[str, str], row: AccountPlatform | ModuleAccount | ModulePlatform) -> dict[str, Any]:
-    return {**names, "priority": row.priority, "enabled": row.enabled, "config": dict(row.config)}
+def _relation(row: Any, kinds: tuple[str, str], names: Mapping[str, Mapping[int, str]]) -> dict[str, Any]:
+    named = {kind: names[kind][getattr(row, f"{kind}_id")] for kind in kinds}
+    return {**named, "priority": row.priority, "enabled": row.enabled, "config": dict(row.config)}
 
 
 async def _credentials(
@@ -68,19 +74,11 @@ async def export_tenants(session: AsyncSession, sealer: Sealer, *, secrets: bool
         )
     logins = await _credentials(session, sealer, a_names, p_names) if secrets else {}
 
-    relations = [
-        _relation({"account": a_names[r.account_id], "platform": p_names[r.platform_id]}, r)
-        for r in await session.scalars(select(AccountPlatform))
-    ]
-    relations += [
-        _relation({"module": m_names[r.module_id], "account": a_names[r.account_id]}, r)
-        for r in await session.scalars(select(ModuleAccount))
-    ]
-    relations += [
-        _relation({"module": m_names[r.module_id], "platform": p_names[r.platform_id]}, r)
-        for r in await session.scalars(select(ModulePlatform))
-    ]
-    relations.sort(key=lambda r: (r.get("module", ""), r.get("account", ""), r.get("platform", "")))
+    names = {"account": a_names, "platform": p_names, "module": m_names}
+    relations: list[dict[str, Any]] = []
+    for model, kinds in zip(RELATIONS, RELATION_KINDS, strict=True):
+        rows = [_relation(row, kinds, names) for row in await session.scalars(select(model))]
+        relations += sorted(rows, key=itemgetter(*kinds))
 
     schedules = []
     for s in await session.scalars(select(Schedule)):
