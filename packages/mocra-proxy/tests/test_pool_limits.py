@@ -102,3 +102,42 @@ async def test_timeout_raises_no_proxy_available_naming_the_counts() -> None:
         "1 limited (1 leases held), 0 evicted, 0 expired"
     )
     assert caught.value.stats.waits >= 1
+
+
+def domain_slots(pool: ProxyPool) -> int:
+    """How many per-(proxy, domain) slots the pool holds (its private map)."""
+    return sum(len(entry.domains) for entry in pool._roster.all)
+
+
+async def test_idle_domain_slots_are_dropped_when_their_lease_ends(clock: Clock) -> None:
+    async with ProxyPool([ONE], clock=clock, limits=Limits(domain_concurrency=1)) as pool:
+        for i in range(1_000):
+            async with pool.lease(domain=f"site-{i}.example"):
+                assert domain_slots(pool) == 1
+        assert domain_slots(pool) == 0
+
+
+async def test_domain_slots_stay_bounded_over_many_domains_and_keep_their_rate(clock: Clock) -> None:
+    limits = Limits(domain_rate=10.0, domain_concurrency=2)
+    async with ProxyPool([ONE], clock=clock, limits=limits) as pool:
+        sizes = []
+        for i in range(5_000):
+            async with pool.lease(domain=f"site-{i}.example"):
+                pass  # given back at once: the slot's rate spacing (0.1 s) keeps it a while
+            sizes.append(domain_slots(pool))
+            clock.now += 0.01
+        assert max(sizes) <= 64
+        with pytest.raises(NoProxyAvailable):  # 0.01 s after its last lease: its rate still holds
+            async with pool.lease(domain="site-4999.example", timeout=0):
+                pass
+
+
+async def test_a_held_domain_slot_is_never_dropped(clock: Clock) -> None:
+    async with ProxyPool([ONE], clock=clock, limits=Limits(domain_concurrency=1)) as pool:
+        async with pool.lease(domain="held.example"):
+            for i in range(200):
+                async with pool.lease(domain=f"site-{i}.example"):
+                    pass
+            with pytest.raises(NoProxyAvailable):
+                async with pool.lease(domain="held.example", timeout=0):
+                    pass

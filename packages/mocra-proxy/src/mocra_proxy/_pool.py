@@ -231,7 +231,7 @@ class ProxyPool:
             await self._report_entry(entry, outcome, None)
 
     def _release(self, entry: Entry, domain: str | None) -> None:
-        entry.give_back(domain)
+        entry.give_back(domain, self._clock())
         if self._waiters:
             self._notify()
 
