@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Self
 import anyio
 
 from ._domain_tiers import DomainTiers
-from ._errors import ProxyPoolError
 from ._lease import Lease, LeaseContext
 from ._limits import Limits
 from ._policy import ScorePolicy
@@ -18,6 +17,7 @@ from ._probe import probe_loop
 from ._roster import Roster
 from ._state import MemoryState
 from ._state_guard import GuardedState
+from ._supply import Supply
 from ._tiers import Tiers
 
 if TYPE_CHECKING:
@@ -98,12 +98,12 @@ class ProxyPool:
         state: PoolState | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._sources = sorted(sources, key=lambda s: -s.weight)
+        self._supply = Supply(sources, refill_below)
         self._policy = policy or ScorePolicy()
         self._ban_statuses = frozenset(ban_statuses)
         self._max_errors, self._cooldown, self._max_cooldown = max_errors, cooldown, max_cooldown
         self._limits = limits or Limits()
-        self._refill_below, self._lease_timeout = refill_below, lease_timeout
+        self._lease_timeout = lease_timeout
         self._health_check = health_check
         self._shared = state is not None
         self._state: PoolState = MemoryState() if state is None else GuardedState(state)
@@ -200,7 +200,7 @@ class ProxyPool:
             remaining = deadline - anyio.current_time()
             if remaining <= 0:
                 raise NoProxyAvailable.explain(self.stats(), domain, tier, limit)
-            if self._roster.healthy(now) < self._refill_below:
+            if self._roster.healthy(now) < self._supply.refill_below:
                 self._refill_wanted.set()
             self._waits += 1
             self._waiters += 1
@@ -278,25 +278,15 @@ class ProxyPool:
     def _remove(self, entry: Entry, *, evicted: bool = False) -> None:
         self._roster.remove(entry, evicted=evicted)
         self._unstick(entry)
+        if evicted:
+            self._supply.retire(entry.proxy)
         self._refill_wanted.set()
 
     # ------------------------------------------------------------------ background
     async def _refill(self, *, everything: bool = False) -> None:
         """Fetch from the sources (by weight) until enough proxies are healthy (all of them on start)."""
-        for source in self._sources:
-            now = self._clock()
-            if not everything and self._roster.healthy(now) >= self._refill_below:
-                return
-            try:
-                proxies = await source.fetch()
-            except (ProxyPoolError, OSError) as exc:
-                logger.warning("proxy source %s failed: %s", source.name, exc)
-                continue
-            fresh = [p for p in proxies if self._roster.is_new(p)]
-            known, _ = await self._state.load([p.id for p in fresh], []) if fresh else ({}, {})
-            if self._roster.add(fresh, known, self._clock()):
-                logger.debug("proxy source %s refilled the pool (%d proxies)", source.name, len(self._roster))
-                self._notify()
+        if await self._supply.refill(self._roster, self._state, self._clock, everything=everything):
+            self._notify()
 
     async def _upkeep(self) -> None:
         while True:

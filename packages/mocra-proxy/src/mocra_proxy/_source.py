@@ -21,6 +21,10 @@ class ProxySource(Protocol):
     cost a request to the provider: the pool calls it when the healthy pool falls under its threshold,
     and the source keeps to its own rate limit). `weight` orders providers when the pool refills
     (higher first). Errors of a source are raised as `ProxyPoolError` subclasses naming the source.
+
+    A source may also have `evicted(proxy: Proxy) -> None` (not part of the protocol): the pool calls
+    it when it evicts one of the source's proxies for good, then fetches from the source on its next
+    refill; `TunnelSource` uses it to give a new session in place of an evicted one.
     """
 
     name: str

@@ -21,7 +21,8 @@ class TunnelSource:
     the same for that session. With `sessions=N` the source gives N proxies differing only by the session
     id put in the username by `session_format` (keys `{username}` and `{session}`; session ids are
     `"{session_prefix}0"` … `"{session_prefix}N-1"`, the same in every process, so workers sharing pool
-    state share sessions), each with `Proxy.session` set. With `sessions=0` it gives the gateway itself:
+    state share sessions), each with `Proxy.session` set. When the pool evicts a session's proxy, the
+    source gives a new session in its place (`evicted`). With `sessions=0` it gives the gateway itself:
     one proxy whose exit rotates per request.
 
     Args:
@@ -60,25 +61,38 @@ class TunnelSource:
         self.name = name
         self.weight = weight
         gateway = Proxy.parse(gateway_url, tier=tier, source=name)
+        self._gateway, self._format, self._prefix = gateway, session_format, session_prefix
         if not sessions:
-            self._proxies: tuple[Proxy, ...] = (gateway,)
+            self._proxies: list[Proxy] = [gateway]
             return
-        proxies = []
-        for number in range(sessions):
-            session = f"{session_prefix}{number}"
-            try:
-                username = session_format.format(username=gateway.username, session=session)
-            except (KeyError, IndexError, ValueError) as exc:
-                raise ValueError(
-                    f"session_format {session_format!r}: only {{username}} and {{session}} may appear "
-                    f"({exc!r})"
-                ) from None
-            proxies.append(msgspec.structs.replace(gateway, username=username, session=session))
-        self._proxies = tuple(proxies)
+        self._proxies = [self._session(number) for number in range(sessions)]
 
     async def fetch(self) -> Sequence[Proxy]:
-        """The session proxies (or the gateway alone), the same on every call."""
-        return self._proxies
+        """The session proxies (or the gateway alone): the same ones until one is evicted."""
+        return tuple(self._proxies)
+
+    def evicted(self, proxy: Proxy) -> None:
+        """Replace an evicted session by a new one: session `n` becomes `n + sessions` (the next fetch).
+
+        The pool calls this when it evicts one of this source's proxies (or sees it evicted in shared
+        state), so every process sharing the state moves to the same new session. The gateway alone
+        (`sessions=0`) has nothing to replace.
+        """
+        for slot, current in enumerate(self._proxies):
+            if current.id == proxy.id and current.session is not None:
+                number = int(current.session.removeprefix(self._prefix)) + len(self._proxies)
+                self._proxies[slot] = self._session(number)
+                return
+
+    def _session(self, number: int) -> Proxy:
+        session = f"{self._prefix}{number}"
+        try:
+            username = self._format.format(username=self._gateway.username, session=session)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"session_format {self._format!r}: only {{username}} and {{session}} may appear ({exc!r})"
+            ) from None
+        return msgspec.structs.replace(self._gateway, username=username, session=session)
 
     def __repr__(self) -> str:
         return f"TunnelSource(name={self.name!r}, proxies={len(self._proxies)})"
