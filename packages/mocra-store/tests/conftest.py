@@ -37,7 +37,7 @@ class Postgres:
     def _execute(self, sql: str) -> None:
         dsn = self.admin.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as connection:
-            connection.execute(sql)  # type: ignore[arg-type]
+            connection.execute(sql)
 
     def database(self) -> str:
         name = f"mocra_store_test_{uuid.uuid4().hex[:12]}"
@@ -49,7 +49,7 @@ class Postgres:
         tables = ", ".join(table.name for table in Base.metadata.sorted_tables)
         dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as connection:
-            connection.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")  # type: ignore[arg-type]
+            connection.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
 
     def drop_all(self) -> None:
         for name in self.created:

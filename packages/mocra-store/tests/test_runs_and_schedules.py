@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ from mocra_store import NotFound, ScheduleEntry, Store, StoreError
 
 pytestmark = pytest.mark.anyio
 
-BASE = {
+BASE: dict[str, Any] = {
     "platforms": {"shop": {}},
     "modules": {"prices": {}, "reviews": {}},
     "accounts": {"alice": {}},

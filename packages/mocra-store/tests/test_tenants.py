@@ -89,7 +89,7 @@ def toml_file(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 def test_toml_json_and_yaml_read_the_same(toml_file: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     data = load_tenants(toml_file)
     as_json, as_yaml = tmp_path / "t.json", tmp_path / "t.yaml"
