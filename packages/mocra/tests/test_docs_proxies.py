@@ -15,7 +15,7 @@ TEXT = DOC.read_text()
 
 
 def test_the_toml_block_is_valid_settings_and_pool_config(tmp_path: pathlib.Path) -> None:
-    (block,) = re.findall(r"```toml\n(.*?)```", TEXT, flags=re.S)
+    block, _ = re.findall(r"```toml\n(.*?)```", TEXT, flags=re.S)
     path = tmp_path / "mocra.toml"
     path.write_text(block)
     settings = Settings.from_toml(str(path))
@@ -24,8 +24,19 @@ def test_the_toml_block_is_valid_settings_and_pool_config(tmp_path: pathlib.Path
     assert [type(source).__name__ for source in config.sources_built()] == ["StaticSource", "ProviderSource"]
 
 
+def test_the_named_pools_block_is_valid_settings(tmp_path: pathlib.Path) -> None:
+    _, block = re.findall(r"```toml\n(.*?)```", TEXT, flags=re.S)
+    path = tmp_path / "mocra.toml"
+    path.write_text(block)
+    settings = Settings.from_toml(str(path))
+    assert settings.proxy.pool_names == {"pool", "residential"}
+    config = ProxyPoolConfig.from_mapping(dict(settings.proxy.pools["residential"]))
+    assert [type(source).__name__ for source in config.sources_built()] == ["TunnelSource"]
+
+
 def test_the_spider_block_compiles() -> None:
     (code,) = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
     namespace: dict[str, Any] = {"__name__": "docs_proxies"}
     exec(compile(code, str(DOC), "exec"), namespace)
-    assert compile_module(namespace["Mixed"]()).name == "mixed"
+    compiled = compile_module(namespace["Mixed"]())
+    assert (compiled.name, compiled.proxy) == ("mixed", "residential")

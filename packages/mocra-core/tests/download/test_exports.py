@@ -34,6 +34,7 @@ def test_all_is_pinned() -> None:
         "LocalPaceStore",
         "PaceStore",
         "Permit",
+        "PoolRoute",
         "ProxyAddress",
         "ProxyLease",
         "ProxyLeaser",

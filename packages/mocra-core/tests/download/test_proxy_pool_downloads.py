@@ -143,7 +143,7 @@ async def test_a_fixed_proxy_url_and_a_request_choice(transport: str) -> None:
             through_fixed = await down.download(Request(f"{site}/p1"))
             direct = await down.download(Request(f"{site}/p2", meta={"proxy": "direct"}))
             through_other = await down.download(Request(f"{site}/p3", meta={"proxy": other_url}))
-            with pytest.raises(DownloadError, match="no proxy pool is configured"):
+            with pytest.raises(DownloadError, match="no pool named .pool. .pools: none is configured"):
                 await down.download(Request(f"{site}/p4", meta={"proxy": "pool"}))
     assert [r.status for r in (through_fixed, direct, through_other)] == [200, 200, 200]
     assert [s.target for s in fixed.seen] == [f"{site}/p1"]

@@ -123,6 +123,7 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
         f"  status {s.status}",
         f"  dropped {s.dropped or {}}",
         *_offsite_hosts(s),
+        *_proxy_failures(s),
         f"  latency ms {s.latency_ms}, {s.bytes / 1e6:.1f} MB received",
     ]
     if s.concurrency:
@@ -166,6 +167,15 @@ def _offsite_hosts(stats: StatsSnapshot) -> list[str]:
     if not stats.offsite_hosts:
         return []
     return ["  offsite hosts: " + ", ".join(f"{host} {n}" for host, n in stats.offsite_hosts.items())]
+
+
+def _proxy_failures(stats: StatsSnapshot) -> list[str]:
+    """The line of the proxies that failed most (passwords redacted), when some did."""
+    if not stats.proxy_failures:
+        return []
+    total = sum(stats.proxy_failures.values())
+    shown = ", ".join(f"{proxy} {n}" for proxy, n in stats.proxy_failures.items())
+    return [f"  proxy failures {total}: {shown}"]
 
 
 def _queued_dead_letters(result: CrawlResult) -> str:

@@ -25,7 +25,9 @@ __all__ = ("SettingsLayers", "convert", "load", "parse_override")
 
 ENV_PREFIX = "MOCRA_"
 _PATH_IN_ERROR = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
-_FIELD_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_]*): (?P<problem>.*)$", re.S)
+_FIELD_PROBLEM = re.compile(
+    r"^(?P<field>[a-z_][a-z0-9_]*)(?P<below>(?:\.[A-Za-z][A-Za-z0-9_-]*)*): (?P<problem>.*)$", re.S
+)  # `field: problem`, or `field.name: problem` for an entry of a mapping field (`pools.dc: ...`)
 _UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(?P<field>[^`]*)`$")
 _PASSWORD_IN_URL = re.compile(r"(?P<user>://[^:/@\s\"']*:)[^@\s\"']*@")
 
@@ -154,7 +156,8 @@ def _locate(message: str) -> tuple[list[str], str]:
         hint = f"did you mean {close[0]}?" if close else f"{where} has {', '.join(names)}"
         return [*key, field], f"unknown key; {hint}"
     if (checked := _FIELD_PROBLEM.match(problem)) is not None and checked.group("field") in names:
-        return [*key, checked.group("field")], checked.group("problem")  # a `__post_init__` check
+        below = [part for part in checked.group("below").split(".") if part]
+        return [*key, checked.group("field"), *below], checked.group("problem")  # a `__post_init__` check
     return key, problem
 
 

@@ -9,6 +9,7 @@ import msgspec
 from .._bounds import at_least, positive
 from ..download import DownloadSettings, RetrySettings
 from ..download._proxy_pool import pool_config
+from ..download._proxy_route import POOL, check_pool_name
 from ..scope import ScopeStrategy  # noqa: TC001 - msgspec resolves it at runtime
 
 __all__ = (
@@ -273,8 +274,10 @@ _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """Which proxies the built-in downloader sends requests through (`[proxy]`).
 
-    A request's `meta["proxy"]` picks for itself: `"direct"`, `"pool"` or a proxy URL. Without it, a
-    request goes through `url` if set, else through the pool if there is one, else directly.
+    A request's `meta["proxy"]` picks for itself: `"direct"`, a pool's name (`"pool"` for `[proxy.pool]`)
+    or a proxy URL; a spider's or module's `proxy` attribute picks for its requests that do not. Without
+    either, a request goes through `url` if set, else through the default pool if there is one, else
+    directly.
 
     Attributes:
         url: One fixed proxy for every request, without a pool (`http://user:pass@host:port`; passwords
@@ -284,6 +287,8 @@ class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             `tiers`, `refill_below`, `lease_timeout`, `health_check`), checked at start. Empty: no pool.
             Every outcome is reported to the pool; a proxy failure (connect error, a ban status such as
             403 or 407) is tried once more through another proxy.
+        pools: Further pools by name (`[proxy.pools.residential]`), each with the keys of `pool`; a name
+            is a letter, then letters, digits, `_` or `-`. Requests, spiders and modules pick one by name.
         state: Where the pool keeps its bans, cooldowns and scores: `"memory"` (this process), `"redis"`
             (the job's Redis, its coordination store or queue: every worker of the job shares them) or a
             `redis://` URL; Redis needs `mocra[proxy,redis]`.
@@ -295,6 +300,7 @@ class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 
     url: str | None = None
     pool: dict[str, Any] = {}
+    pools: dict[str, dict[str, Any]] = {}
     state: str = "memory"
 
     def __post_init__(self) -> None:
@@ -304,6 +310,19 @@ class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
             _check_scheme("state", self.state, ("redis", "rediss"), example="redis://127.0.0.1:6379/0")
         if self.pool:
             pool_config(self.pool)
+        for name, data in self.pools.items():
+            try:
+                check_pool_name(name)
+            except ValueError as exc:
+                raise ValueError(f"pools: {exc}") from None
+            if name == POOL and self.pool:
+                raise ValueError(f"pools: {POOL!r} is the name of [proxy.pool]; give this pool another name")
+            pool_config(data, label=f"pools.{name}")
+
+    @property
+    def pool_names(self) -> frozenset[str]:
+        """The names requests, spiders and modules may choose (`"pool"` for `[proxy.pool]`)."""
+        return frozenset(self.pools) | ({POOL} if self.pool else set())
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

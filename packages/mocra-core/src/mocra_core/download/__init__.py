@@ -39,7 +39,7 @@ from ._limiter import DomainLimiter, DomainState, domain_of
 from ._load_sampler import LoadSample, LoadSampler
 from ._permit import DomainAdmission, Permit
 from ._protocol import Downloader, Hop, HopCheck, HopCheckingDownloader, checks_hops
-from ._proxy_route import ProxyAddress, ProxyLease, ProxyLeaser, ProxyRoute
+from ._proxy_route import PoolRoute, ProxyAddress, ProxyLease, ProxyLeaser, ProxyRoute
 from ._retry import RetryPolicy, RetrySettings, parse_retry_after
 from ._robots import RobotsPolicy, origin_of
 from ._settings import DEFAULT_HEADERS, DownloadSettings
@@ -77,6 +77,7 @@ __all__ = (
     "LocalPaceStore",
     "PaceStore",
     "Permit",
+    "PoolRoute",
     "ProxyAddress",
     "ProxyLease",
     "ProxyLeaser",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -22,7 +21,7 @@ from ._body import CLOSE_TIMEOUT, discard_body, read_body
 from ._decode import ACCEPT_ENCODING
 from ._protocol import Hop
 from ._proxied import through_fixed, through_pool
-from ._proxy_route import POOL
+from ._proxy_route import PoolRoute, ProxyRoute
 from ._proxy_transports import ProxyTransports
 from ._redirects import (
     REDIRECT_STATUSES,
@@ -36,11 +35,11 @@ from ._settings import DownloadSettings
 from ._transport import build_transport, map_error, transport_errors
 
 if TYPE_CHECKING:
+    from collections import Counter
     from types import TracebackType
 
     from ..http import Request
     from ._protocol import HopCheck
-    from ._proxy_route import ProxyRoute
 
 __all__ = ("HttpxDownloader", "HttpxSession")
 
@@ -122,19 +121,29 @@ class HttpxDownloader:
         self._cookies = httpx.Cookies()
         self._sessions: dict[str, HttpxSession] = {}
         self._closed = False
-        self._proxies = proxies
+        self._proxies = ProxyRoute() if proxies is None else proxies  # empty: meta["proxy"] URLs still work
+        self._routed_by_run = proxies is None
         self._via = ProxyTransports(settings)
-        self.proxy_failures: Counter[str] = Counter()
-        """Proxy failures (connect or proxy errors, ban statuses) by redacted proxy URL."""
 
     @property
-    def proxies(self) -> ProxyRoute | None:
-        """Which proxy each request goes through (`None`: none)."""
+    def proxies(self) -> ProxyRoute:
+        """Which proxy each request goes through (an empty route: none, unless `meta["proxy"]` names one)."""
         return self._proxies
+
+    @property
+    def routed_by_run(self) -> bool:
+        """True until a route is given (here or by `route_proxies`): the run's `[proxy]` route applies."""
+        return self._routed_by_run
+
+    @property
+    def proxy_failures(self) -> Counter[str]:
+        """Proxy failures (connect or proxy errors, ban statuses) by redacted proxy URL (the route's)."""
+        return self._proxies.failures
 
     def route_proxies(self, route: ProxyRoute) -> None:
         """Send requests through `route` from now on (the engine sets the run's `[proxy]` route)."""
         self._proxies = route
+        self._routed_by_run = False
 
     @property
     def cookies(self) -> httpx.Cookies:
@@ -214,7 +223,7 @@ class HttpxDownloader:
     ) -> tuple[str, httpx.Response, bytes]:
         route = self._proxies
         try:
-            choice = None if route is None else route.choose(request)
+            choice = route.choose(request)
         except ValueError as exc:
             message = f"cannot request {request.url}: {exc}"
             raise UnfetchableURL(request.url, message, request=request) from None
@@ -224,12 +233,9 @@ class HttpxDownloader:
         async def exchange(transport: httpx.AsyncBaseTransport) -> tuple[str, httpx.Response, bytes]:
             return await self._exchange(request, jar, hop, transport)
 
-        if choice == POOL:
-            assert route is not None
-            return await through_pool(
-                route, self._via, exchange, request, key=key, failures=self.proxy_failures
-            )
-        return await through_fixed(choice, self._via, exchange, request)
+        if isinstance(choice, PoolRoute):
+            return await through_pool(choice, self._via, exchange, request, key=key, failures=route.failures)
+        return await through_fixed(choice, self._via, exchange, request, failures=route.failures)
 
     def _headers(self, request: Request) -> list[tuple[str, str]]:
         if not request.headers:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..http import Request
-    from ._proxy_route import ProxyLease, ProxyRoute
+    from ._proxy_route import PoolRoute, ProxyLease
     from ._proxy_transports import ProxyTransports
 
     Exchange = Callable[[httpx.AsyncBaseTransport], Awaitable[tuple[str, httpx.Response, bytes]]]
@@ -34,20 +34,22 @@ _PROXY_FAULTS = (DownloadError, DownloadTimeout)  # exactly these; the subclasse
 
 
 async def through_fixed(
-    url: str, transports: ProxyTransports, exchange: Exchange, request: Request
+    url: str, transports: ProxyTransports, exchange: Exchange, request: Request, *, failures: Counter[str]
 ) -> tuple[str, httpx.Response, bytes]:
-    """`exchange` through the fixed proxy `url`; a failure names the proxy, redacted."""
+    """`exchange` through the fixed proxy `url`; a failure is counted and names the proxy, redacted."""
     async with transports.using(url) as transport:
         try:
             return await exchange(transport)
         except DownloadError as exc:
             if type(exc) not in _PROXY_FAULTS:
                 raise
-            raise type(exc)(f"{exc} (via proxy {redact(url)})", request=request) from exc
+            proxy = redact(url)
+            failures[proxy] += 1
+            raise type(exc)(f"{exc} (via proxy {proxy})", request=request) from exc
 
 
 async def through_pool(
-    route: ProxyRoute,
+    route: PoolRoute,
     transports: ProxyTransports,
     exchange: Exchange,
     request: Request,
@@ -55,21 +57,22 @@ async def through_pool(
     key: str | None,
     failures: Counter[str],
 ) -> tuple[str, httpx.Response, bytes]:
-    """`exchange` through a proxy leased from `route.pool`, retried once through another on a proxy failure.
+    """`exchange` through a proxy leased from `route`, retried once through another on a proxy failure.
 
     Raises:
         DownloadError: no proxy could be leased, or both proxies failed (the message names the last one,
             redacted); the page's own failures (`BodyTooLarge`, `HopRefused`, ...) as they are.
     """
-    assert route.pool is not None
     domain = urlsplit(request.url).hostname
     for attempt in (1, 2):
-        leasing = route.pool.lease(key=key, domain=domain, timeout=route.lease_timeout)
+        leasing = route.leaser.lease(key=key, domain=domain, timeout=route.lease_timeout)
         try:
             lease = await leasing.__aenter__()
         except Exception as exc:  # the pool's own error (NoProxyAvailable), whatever pool it is
             raise DownloadError(
-                f"{request.method} {request.url}: no proxy: {type(exc).__name__}: {exc}", request=request
+                f"{request.method} {request.url}: no proxy from pool {route.name!r}: "
+                f"{type(exc).__name__}: {exc}",
+                request=request,
             ) from exc
         try:
             result = await _once(route, transports, exchange, request, lease, failures, last=attempt == 2)
@@ -81,7 +84,7 @@ async def through_pool(
 
 
 async def _once(
-    route: ProxyRoute,
+    route: PoolRoute,
     transports: ProxyTransports,
     exchange: Exchange,
     request: Request,

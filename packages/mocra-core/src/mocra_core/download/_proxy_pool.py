@@ -9,9 +9,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from .._errors import MissingExtra
-from ._proxy_route import ProxyRoute
+from ._proxy_route import POOL, PoolRoute, ProxyRoute
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import AsyncIterator, Mapping
 
     from mocra_proxy import ProxyPoolConfig
@@ -19,11 +20,11 @@ if TYPE_CHECKING:
 __all__ = ("open_proxy_route", "pool_config")
 
 
-def pool_config(data: Mapping[str, Any]) -> ProxyPoolConfig:
-    """Validate a `[proxy.pool]` mapping as `mocra_proxy.ProxyPoolConfig`.
+def pool_config(data: Mapping[str, Any], *, label: str = POOL) -> ProxyPoolConfig:
+    """Validate a `[proxy.pool]` (or `[proxy.pools.<name>]`) mapping as `mocra_proxy.ProxyPoolConfig`.
 
     Raises:
-        ValueError: `pool: <key path>: <problem>` (a settings check: the loader names `proxy.pool`).
+        ValueError: `<label>: <key path>: <problem>` (a settings check: the loader prefixes `proxy.`).
         MissingExtra: mocra-proxy is not installed.
     """
     try:
@@ -31,37 +32,55 @@ def pool_config(data: Mapping[str, Any]) -> ProxyPoolConfig:
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.partition(".")[0] != "mocra_proxy":
             raise
-        raise MissingExtra("proxy", "a proxy pool ([proxy.pool])") from None
+        raise MissingExtra("proxy", f"a proxy pool ([proxy.{label}])") from None
     try:
-        return ProxyPoolConfig.from_mapping(data, source="pool")
+        return ProxyPoolConfig.from_mapping(data, source=label)
     except ProxyConfigError as exc:
         problem = str(exc).removeprefix(f"{exc.source}: {exc.key}: ")
-        raise ValueError(f"pool: {exc.key.removeprefix('$.')}: {problem}") from None
+        raise ValueError(f"{label}: {exc.key.removeprefix('$.')}: {problem}") from None
 
 
 @asynccontextmanager
 async def open_proxy_route(
-    url: str | None, pool: Mapping[str, Any], *, state_url: str | None = None, namespace: str = "mocra"
+    url: str | None,
+    pool: Mapping[str, Any],
+    *,
+    pools: Mapping[str, Mapping[str, Any]] | None = None,
+    state_url: str | None = None,
+    namespace: str = "mocra",
+    failures: Counter[str] | None = None,
 ) -> AsyncIterator[ProxyRoute | None]:
-    """The route of the `[proxy]` settings (`None` without `url` and `pool`), its pool open in the block.
+    """The route of the `[proxy]` settings (`None` without `url` or pools), its pools open in the block.
 
     Args:
         url: One fixed proxy for every request.
-        pool: `[proxy.pool]`: mocra-proxy's `ProxyPoolConfig` keys; empty for no pool.
-        state_url: Keep the pool's state in this Redis (`mocra_proxy.RedisState`), shared by every pool
-            of `namespace`; `None`: in this process.
+        pool: `[proxy.pool]`, the default pool: mocra-proxy's `ProxyPoolConfig` keys; empty for none.
+        pools: `[proxy.pools.<name>]`: further pools by name, chosen by `meta["proxy"]` or a spider's
+            or module's `proxy`.
+        state_url: Keep the pools' state in this Redis (`mocra_proxy.RedisState`), shared by every pool
+            of `namespace` (a named pool's under `<namespace>:<name>`); `None`: in this process.
         namespace: The job whose workers share the state.
+        failures: Where the route counts proxy failures (the run's stats).
     """
-    if not pool:
-        yield None if url is None else ProxyRoute(url=url)
+    configs = {POOL: pool} if pool else {}
+    for name, data in (pools or {}).items():
+        if name in configs:
+            raise ValueError(f"two proxy pools named {name!r} ([proxy.pool] is named {POOL!r})")
+        configs[name] = data
+    if not configs:
+        yield None if url is None and failures is None else ProxyRoute(url=url, failures=failures)
         return
     from mocra_proxy import ProxyPool, RedisState
 
-    config = pool_config(pool)
     async with AsyncExitStack() as stack:
-        state = None
-        if state_url is not None:
-            state = await stack.enter_async_context(RedisState(state_url, namespace=namespace))
-        opened = ProxyPool(config.sources_built(), **config.pool_options(), state=state)
-        await stack.enter_async_context(opened)
-        yield ProxyRoute(url=url, pool=opened, ban_statuses=config.ban_statuses)
+        routes: list[PoolRoute] = []
+        for name, data in configs.items():
+            config = pool_config(data, label=POOL if name == POOL and pool else f"pools.{name}")
+            state = None
+            if state_url is not None:
+                where = namespace if name == POOL else f"{namespace}:{name}"
+                state = await stack.enter_async_context(RedisState(state_url, namespace=where))
+            opened = ProxyPool(config.sources_built(), **config.pool_options(), state=state)
+            await stack.enter_async_context(opened)
+            routes.append(PoolRoute(name, opened, frozenset(config.ban_statuses)))
+        yield ProxyRoute(url=url, pools=routes, failures=failures)

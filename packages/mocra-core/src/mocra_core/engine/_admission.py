@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ..download._proxy_route import PROXY_META
 from ._fan_in import open_units
 from ._frontier import seen_scope
 
@@ -68,6 +69,10 @@ class Admission:
             for request in requests:
                 if request.downloader is None:
                     request.downloader = module.downloader
+        if module.proxy is not None:
+            for request in requests:
+                if PROXY_META not in request.meta:
+                    request.meta[PROXY_META] = module.proxy  # each request owns its meta dict
         scope = seen_scope(module, routing)
         key = self._router.key(module.name, routing.account)
         admitted = await self._frontier.submit(

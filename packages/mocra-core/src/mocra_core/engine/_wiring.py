@@ -133,7 +133,7 @@ class Wiring:
         """Build the stages on `queue` (the backends' queue, counted); the gated limiter enters `stack`."""
         settings, stats, ownership = self._settings, self._stats, self._ownership
         crawl = settings.crawl
-        await route_proxies(stack, settings, downloaders, backends.plan)
+        await route_proxies(stack, settings, downloaders, backends.plan, self._modules, stats)
         frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
         modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
@@ -220,19 +220,43 @@ class Wiring:
 
 
 async def route_proxies(
-    stack: AsyncExitStack, settings: Settings, downloaders: Mapping[str, Downloader], plan: BackendPlan
+    stack: AsyncExitStack,
+    settings: Settings,
+    downloaders: Mapping[str, Downloader],
+    plan: BackendPlan,
+    modules: Mapping[str, CompiledModule],
+    stats: Stats,
 ) -> None:
-    """Open the `[proxy]` route for the run (its pool enters `stack`) for built-in downloaders without one."""
+    """Open the `[proxy]` route (its pools enter `stack`) for built-in downloaders without their own.
+
+    Proxy failures are counted in `stats.proxy_failures`; a module's `proxy` naming no pool stops the run.
+
+    Raises:
+        ConfigError: a module's `proxy` is neither `"direct"`, a proxy URL nor a configured pool's name.
+    """
     proxy = settings.proxy
-    state_url = proxy_state_url(proxy.state, plan) if proxy.pool else None
-    opening = open_proxy_route(proxy.url, proxy.pool, state_url=state_url, namespace=plan.namespace)
+    state_url = proxy_state_url(proxy.state, plan) if proxy.pool or proxy.pools else None
+    opening = open_proxy_route(
+        proxy.url,
+        proxy.pool,
+        pools=proxy.pools,
+        state_url=state_url,
+        namespace=plan.namespace,
+        failures=stats.proxy_failures,
+    )
     route = await stack.enter_async_context(opening)
-    if route is None:
-        return
+    assert route is not None  # given `failures`, there is always a route
+    for module in modules.values():
+        if module.proxy is not None:
+            try:
+                route.resolve(module.proxy)
+            except ValueError as exc:
+                raise ConfigError(f"{module.name}.proxy", str(exc).removeprefix("proxy: ")) from None
     for downloader in downloaders.values():
-        if isinstance(downloader, HttpxDownloader) and downloader.proxies is None:
+        if isinstance(downloader, HttpxDownloader) and downloader.routed_by_run:
             downloader.route_proxies(route)
-    logger.info("proxies: %r", route)
+    if route.url is not None or route.pools:
+        logger.info("proxies: %r", route)
 
 
 def proxy_state_url(state: str, plan: BackendPlan) -> str | None:

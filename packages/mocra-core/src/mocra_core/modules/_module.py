@@ -47,6 +47,9 @@ class Module(Generic[T]):
         cron_misfire: Seconds a missed cron time may be late and still run.
         relogin_on: Statuses that mean "logged out": the account logs in again and the request is retried.
         downloader: Name of the downloader for this module's requests (`None`: the default one).
+        proxy: The proxy of this module's requests: `"direct"`, a pool's name (`"pool"` is `[proxy.pool]`,
+            others `[proxy.pools.<name>]`) or a proxy URL; `None` follows the `[proxy]` settings. A
+            request's `meta["proxy"]` wins. As `Spider.proxy`.
         autostart: Start when the crawl starts; `False` for a module that only other modules start
             (`ctx.start("name", meta)`).
         scope: Which links the module's nodes may follow (`"all"`, `"same-hostname"`, `"same-domain"`,
@@ -71,6 +74,7 @@ class Module(Generic[T]):
     cron_misfire: ClassVar[float] = 60.0
     relogin_on: ClassVar[frozenset[int]] = frozenset()
     downloader: ClassVar[str | None] = None
+    proxy: ClassVar[str | None] = None
     autostart: ClassVar[bool] = True
     scope: ClassVar[ScopeStrategy | None] = None
     allowed_domains: ClassVar[Sequence[str]] = ()
@@ -124,6 +128,7 @@ class CompiledModule:
         cron_misfire: float = 60.0,
         relogin_on: frozenset[int] = frozenset(),
         downloader: str | None = None,
+        proxy: str | None = None,
         carry_meta: bool = True,
         autostart: bool = True,
     ) -> None:
@@ -136,6 +141,7 @@ class CompiledModule:
         self.cron_misfire = cron_misfire
         self.relogin_on = relogin_on
         self.downloader = downloader
+        self.proxy = proxy
         self.carry_meta = carry_meta
         self.autostart = autostart
         self.scope = Scope("same-domain")  # `compile_module` sets the module's scope and rules
@@ -256,6 +262,7 @@ def _compile_module(name: str, source: object) -> CompiledModule:
         cron_misfire=source.cron_misfire,
         relogin_on=source.relogin_on,
         downloader=source.downloader,
+        proxy=_proxy_of(name, source),
         autostart=source.autostart,
     )
 
@@ -279,6 +286,16 @@ def _scope_of(name: str, source: object, default: ScopeStrategy) -> tuple[Scope,
     if strategy is None and not domains:
         return _default_scope(default), False
     return Scope(strategy, allowed_domains=domains.domains), True
+
+
+def _proxy_of(name: str, source: object) -> str | None:
+    """The module's `proxy` choice, checked for its type (the run checks it names a pool it has)."""
+    proxy = getattr(source, "proxy", None)
+    if proxy is not None and (not isinstance(proxy, str) or not proxy):
+        raise ConfigError(
+            f"{name}.proxy", f"expected 'direct', a proxy pool's name or a proxy URL, got {proxy!r}"
+        )
+    return proxy
 
 
 def _rules_of(name: str, source: object) -> UrlRules | None:
@@ -319,5 +336,6 @@ def _compile_spider(name: str, spider: Spider[Any]) -> CompiledModule:
         cron=getattr(spider, "cron", None),
         cron_misfire=getattr(spider, "cron_misfire", 60.0),
         downloader=spider.downloader,
+        proxy=_proxy_of(name, spider),
         carry_meta=False,
     )

@@ -30,6 +30,10 @@ class Spider(Generic[T]):
         start_urls: URLs seeded by the default `start`.
         downloader: Name of the downloader (registered with `MocraBuilder.downloader`) for this spider's
             requests; `None` uses the default one. `Request(downloader=...)` overrides it per request.
+        proxy: The proxy of this spider's requests: `"direct"` (none), a pool's name (`"pool"` is
+            `[proxy.pool]`, others `[proxy.pools.<name>]`) or a proxy URL (`http://user:pass@host:port`);
+            `None` follows the `[proxy]` settings. `Request(meta={"proxy": ...})` overrides it per request.
+            A name of no configured pool stops the run at start (`ConfigError` naming `<name>.proxy`).
         cron: A cron expression (5 fields, or 6 with seconds first): the spider starts on schedule instead
             of once, and the run goes on until interrupted.
         cron_misfire: Seconds a missed cron time may be late and still run.
@@ -66,6 +70,7 @@ class Spider(Generic[T]):
     name: ClassVar[str] = ""
     start_urls: ClassVar[Sequence[str]] = ()
     downloader: ClassVar[str | None] = None
+    proxy: ClassVar[str | None] = None
     cron: ClassVar[str | None] = None
     cron_misfire: ClassVar[float] = 60.0
     scope: ClassVar[ScopeStrategy | None] = None

@@ -67,7 +67,8 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
     `offsite_hosts` holds the 10 hosts most dropped as out of scope, the rest summed under `"(other)"`,
     so its values add up to `dropped["offsite"]` (a job's: the top 10 of its runs' top 10s, approximate).
     `concurrency` is how many downloads the autoscaler lets run at once (`crawl.autoscale`; 0 when it is
-    off): the latest figure, not a count.
+    off): the latest figure, not a count. `proxy_failures` counts proxy failures (connect or proxy errors,
+    ban statuses) by proxy URL with its password redacted: the 10 most failing, the rest under `"(other)"`.
     """
 
     requests: int = 0
@@ -81,6 +82,7 @@ class StatsSnapshot(msgspec.Struct, kw_only=True):
     status: dict[str, int] = {}
     domains: dict[str, int] = {}
     offsite_hosts: dict[str, int] = {}
+    proxy_failures: dict[str, int] = {}
     latency_ms: dict[str, float] = {}
     elapsed: float = 0.0
     runs: int = 1
@@ -115,6 +117,9 @@ class Stats:
     - `dropped`: requests and items left out on purpose, by reason (duplicate, robots, max_depth, ...).
     - `offsite_hosts`: the hosts of the requests dropped as out of the crawl's scope (`offsite`), the
       first `OFFSITE_HOSTS_CAP` one by one, further ones under `"(other)"`.
+    - `proxy_failures`: proxy failures (a connect or proxy error, a timeout, a ban status) by proxy URL,
+      password redacted; the downloaders' proxy routes count into it. A page retried through another
+      proxy after one failure counts one here and no retry.
 
     Example:
         >>> s = Stats()
@@ -137,6 +142,7 @@ class Stats:
         self.status: Counter[int] = Counter()
         self.domains: Counter[str] = Counter()
         self.offsite_hosts: Counter[str] = Counter()
+        self.proxy_failures: Counter[str] = Counter()
         self.concurrency = 0  # the autoscaler's latest number of downloads at once; 0: autoscaling is off
         self.latency = LatencyHistogram()
         self._earlier = StatsSnapshot(runs=0)
@@ -209,6 +215,7 @@ class Stats:
             status={str(k): v for k, v in sorted(self.status.items())},
             domains=dict(self.domains.most_common()),
             offsite_hosts=_top_hosts(self.offsite_hosts),
+            proxy_failures=_top_hosts(self.proxy_failures),
             latency_ms={f"p{p}": round(self.latency.percentile(p) * 1000, 2) for p in (50, 90, 99)},
             elapsed=self._clock() - self._started,
             concurrency=self.concurrency,
@@ -247,6 +254,7 @@ class Stats:
             status=dict(sorted(status.items())),
             domains=dict((Counter(e.domains) + self.domains).most_common()) if domains else {},
             offsite_hosts=_top_hosts(Counter(e.offsite_hosts) + self.offsite_hosts) if domains else {},
+            proxy_failures=_top_hosts(Counter(e.proxy_failures) + self.proxy_failures),
             elapsed=e.elapsed + self._clock() - self._started,
             runs=e.runs + 1,
             concurrency=self.concurrency,
@@ -254,7 +262,7 @@ class Stats:
 
 
 def _top_hosts(hosts: Counter[str]) -> dict[str, int]:
-    """The `_TOP_OFFSITE` most counted hosts, most first, then the rest summed under `OTHER_HOSTS`."""
+    """The `_TOP_OFFSITE` most counted hosts (or proxies), most first, the rest summed under `OTHER_HOSTS`."""
     top = [(host, count) for host, count in hosts.most_common(_TOP_OFFSITE + 1) if host != OTHER_HOSTS]
     shown = dict(top[:_TOP_OFFSITE])
     rest = sum(hosts.values()) - sum(shown.values())
