@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
 
 from mocra_proxy import ProxiedAiohttp, Proxy, ProxyPool, RoundRobinPolicy, StaticSource, aiohttp_proxy_kwargs
 from mocra_proxy.testing import ForwardProxy, OriginServer
+
+if TYPE_CHECKING:
+    from conftest import Origin
 
 pytestmark = pytest.mark.anyio
 
@@ -74,3 +78,19 @@ async def test_the_kwargs_log_in_to_the_proxy() -> None:
     assert kwargs == {"proxy": proxy.url}
     assert text == "page"
     assert [(s.authorized, s.status) for s in proxy.seen] == [(True, 200)]
+
+
+async def test_the_pools_ban_statuses_are_the_helpers(origin: Origin) -> None:
+    teapot = origin.route("/teapot", "short and stout", status=418)
+    proxies = [ForwardProxy(), ForwardProxy()]
+    async with proxies[0].running(), proxies[1].running():
+        source = StaticSource(p.url for p in proxies)
+        async with (
+            ProxyPool([source], policy=RoundRobinPolicy(), ban_statuses=[418], cooldown=0.001) as pool,
+            aiohttp.ClientSession() as session,
+        ):
+            banned = await ProxiedAiohttp(pool, session, retries=1).get(teapot)  # tried on both proxies
+            answered = await ProxiedAiohttp(pool, session, ban_statuses=[403], retries=1).get(teapot)
+
+    assert (banned.status, answered.status) == (418, 418)
+    assert [[s.status for s in p.seen] for p in proxies] == [[418, 418], [418]]  # the override: one try

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ssl
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from mocra_proxy import ProxiedHttpx, Proxy, ProxyPool, RoundRobinPolicy, StaticSource
 from mocra_proxy.testing import ForwardProxy, OriginServer
+
+if TYPE_CHECKING:
+    from conftest import Origin
 
 pytestmark = pytest.mark.anyio
 
@@ -136,3 +140,21 @@ async def test_a_client_proxy_argument_is_refused() -> None:
     async with ProxyPool([StaticSource(["http://127.0.0.1:9"])]) as pool:
         with pytest.raises(TypeError, match="proxy="):
             ProxiedHttpx(pool, proxy="http://127.0.0.1:9")
+
+
+async def test_the_pools_ban_statuses_are_the_helpers(origin: Origin) -> None:
+    teapot = origin.route("/teapot", "short and stout", status=418)
+    proxies = [ForwardProxy(), ForwardProxy()]
+    async with proxies[0].running(), proxies[1].running():
+        source = StaticSource(p.url for p in proxies)
+        async with (
+            ProxyPool([source], policy=RoundRobinPolicy(), ban_statuses=[418]) as pool,
+            ProxiedHttpx(pool, retries=1) as http,
+        ):
+            assert pool.ban_statuses == frozenset({418})
+            response = await http.get(teapot)  # a ban: tried again through the other proxy
+            health = [pool.health(Proxy.parse(p.url)) for p in proxies]
+
+    assert response.status_code == 418
+    assert [[s.status for s in p.seen] for p in proxies] == [[418], [418]]
+    assert all(h is not None and (h.failures, h.cooldowns) == (1, 1) for h in health)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._client_rules import BAN_STATUSES, retry_after_break
+from ._client_rules import retry_after_break
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -61,7 +61,7 @@ class ProxiedAiohttp:
         pool: The `ProxyPool` to lease from (entered by the caller).
         session: The `aiohttp.ClientSession` to send with.
         retries: Further tries through another proxy after a proxy failure.
-        ban_statuses: Statuses reported as bans; keep them as the pool's.
+        ban_statuses: Statuses reported as bans (default: the pool's `ban_statuses`).
     """
 
     def __init__(
@@ -70,10 +70,10 @@ class ProxiedAiohttp:
         session: aiohttp.ClientSession,
         *,
         retries: int = 1,
-        ban_statuses: Iterable[int] = BAN_STATUSES,
+        ban_statuses: Iterable[int] | None = None,
     ) -> None:
         self._pool, self._session, self._retries = pool, session, retries
-        self._bans = frozenset(ban_statuses)
+        self._bans = pool.ban_statuses if ban_statuses is None else frozenset(ban_statuses)
 
     async def request(
         self, method: str, url: str, *, key: str | None = None, **kwargs: Any

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ("BAN_STATUSES", "IDEMPOTENT", "retry_after_break")
-
-BAN_STATUSES: frozenset[int] = frozenset({403, 407, 429})
-"""The statuses `ProxyPool` treats as bans by default (keep the helpers' `ban_statuses` in step with it)."""
+__all__ = ("IDEMPOTENT", "retry_after_break")
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 """Methods safe to send again after a connection broke without an answer (RFC 9110, 9.2.2)."""

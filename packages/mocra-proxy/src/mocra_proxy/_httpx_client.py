@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Self
 import httpx
 
 from ._client_cache import ClientCache
-from ._client_rules import BAN_STATUSES, retry_after_break
+from ._client_rules import retry_after_break
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -50,7 +50,7 @@ class ProxiedHttpx:
         pool: The `ProxyPool` to lease from (entered by the caller).
         max_clients: Clients kept at once (one per proxy).
         retries: Further tries through another proxy after a proxy failure.
-        ban_statuses: Statuses reported as bans; keep them as the pool's (default: the pool's default).
+        ban_statuses: Statuses reported as bans (default: the pool's `ban_statuses`).
         **client_kwargs: For every `httpx.AsyncClient` (`timeout=`, `verify=`, `headers=`, ...).
 
     Example:
@@ -65,7 +65,7 @@ class ProxiedHttpx:
         *,
         max_clients: int = 32,
         retries: int = 1,
-        ban_statuses: Iterable[int] = BAN_STATUSES,
+        ban_statuses: Iterable[int] | None = None,
         **client_kwargs: Any,
     ) -> None:
         if "proxy" in client_kwargs or "mounts" in client_kwargs:
@@ -73,7 +73,7 @@ class ProxiedHttpx:
         self._pool = pool
         self._clients = ClientCache(max_clients, client_kwargs)
         self._retries = retries
-        self._bans = frozenset(ban_statuses)
+        self._bans = pool.ban_statuses if ban_statuses is None else frozenset(ban_statuses)
 
     @property
     def clients_opened(self) -> int:

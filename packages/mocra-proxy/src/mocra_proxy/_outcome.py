@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ("Outcome",)
+__all__ = ("BAN_STATUSES", "Outcome")
+
+BAN_STATUSES: frozenset[int] = frozenset({403, 407, 429})
+"""The statuses a `ProxyPool` treats as bans unless told otherwise (`ProxyPool.ban_statuses`)."""
 
 
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,6 +11,7 @@ import anyio
 from ._domain_tiers import DomainTiers
 from ._lease import Lease, LeaseContext
 from ._limits import Limits
+from ._outcome import BAN_STATUSES
 from ._policy import ScorePolicy
 from ._pool_view import NoProxyAvailable, PoolStats, count
 from ._probe import probe_loop
@@ -54,7 +55,7 @@ class ProxyPool:
     Args:
         sources: Where proxies come from (`ProxySource`).
         policy: Chooses among free proxies (default `ScorePolicy()`).
-        ban_statuses: Statuses that mean "this proxy is blocked".
+        ban_statuses: Statuses that mean "this proxy is blocked" (default 403, 407, 429).
         max_errors: Consecutive failures that evict a proxy.
         cooldown: First cooldown, seconds; doubles per repeat.
         max_cooldown: Longest cooldown, seconds.
@@ -86,7 +87,7 @@ class ProxyPool:
         sources: Sequence[ProxySource],
         *,
         policy: SelectionPolicy | None = None,
-        ban_statuses: Iterable[int] = (403, 407, 429),
+        ban_statuses: Iterable[int] = BAN_STATUSES,
         max_errors: int = 5,
         cooldown: float = 1.0,
         max_cooldown: float = 300.0,
@@ -168,6 +169,16 @@ class ProxyPool:
         """The pool's record of `proxy` (a live view), or `None` if it is not in the pool."""
         entry = self._roster.entries.get(proxy.id)
         return None if entry is None else entry.health
+
+    @property
+    def ban_statuses(self) -> frozenset[int]:
+        """The statuses this pool takes for a ban (`ProxiedHttpx` and `ProxiedAiohttp` use them too).
+
+        Example:
+            >>> sorted(ProxyPool([], ban_statuses=[418, 403]).ban_statuses)
+            [403, 418]
+        """
+        return self._ban_statuses
 
     def stats(self) -> PoolStats:
         """Counts of proxies by condition, now."""
