@@ -13,6 +13,7 @@ from ._settings import (
     RedisQueueSettings,
     Settings,
     SinkSettings,
+    StoreSettings,
 )
 
 __all__ = (
@@ -21,6 +22,7 @@ __all__ = (
     "KafkaQueueSettings",
     "NatsQueueSettings",
     "ProxySettings",
+    "StoreSettings",
     "QueueSettings",
     "RedisQueueSettings",
     "Settings",

@@ -325,6 +325,30 @@ class ProxySettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         return frozenset(self.pools) | ({POOL} if self.pool else set())
 
 
+_STORE_SCHEMES = ("sqlite", "sqlite+aiosqlite", "postgresql", "postgresql+psycopg", "postgres")
+
+
+class StoreSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Where a run's work comes from (`[store]`): its code, or a mocra-store database (`mocra[store]`).
+
+    Attributes:
+        url: The store (`sqlite:///mocra.db`, `postgresql://user@host/db`); unset: the code's modules and
+            accounts. With a store, every enabled account × platform × module row starts once with its
+            merged config, logins take the store's credentials, the store's schedules fire through cron,
+            and each run writes its record. Passwords encrypted at rest need `MOCRA_STORE_KEY`.
+
+    Example:
+        >>> Settings.from_mapping({"store": {"url": "sqlite:///mocra.db"}}).store.url
+        'sqlite:///mocra.db'
+    """
+
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.url is not None:
+            _check_scheme("url", self.url, _STORE_SCHEMES, example="sqlite:///mocra.db")
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """All settings of a run. Every section has working defaults: `Settings()` needs nothing.
 
@@ -342,6 +366,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     coordination: CoordinationSettings = CoordinationSettings()
     sink: SinkSettings = SinkSettings()
     proxy: ProxySettings = ProxySettings()
+    store: StoreSettings = StoreSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -97,6 +97,18 @@ class MocraBuilder:
         """Keep the crawl's state in `path` so that the same run resumes after Ctrl-C or a crash."""
         return self.set(f"crawl.job_dir={path!r}".replace("'", '"'))
 
+    def store(self, url: str) -> MocraBuilder:
+        """Take the run's work from a mocra-store database (`mocra[store]`), as `mocra run --store` does.
+
+        Every enabled account × platform × module row of the store starts once with its merged config;
+        logins use the store's credentials; its schedules fire through cron; each run writes its record.
+
+        Example:
+            >>> Mocra.builder().store("sqlite:///mocra.db").build_settings().store.url
+            'sqlite:///mocra.db'
+        """
+        return self.set(f"store.url={url!r}".replace("'", '"'))
+
     def cluster(self, config: ClusterConfig) -> MocraBuilder:
         """Run as a node of a cluster: its Raft control plane holds the job's shared state (no Redis).
 

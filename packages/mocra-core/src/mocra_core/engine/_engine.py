@@ -9,19 +9,22 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import socket
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
+from .._errors import redact
 from ..coordination import ControlPlaneOwnership
 from ..http import Request, Response, Routed
+from ..metadata import RunRecorder, open_metadata, plan_work
 from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..topics import run_topics
 from ._activity import ActivityQueue
-from ._backends import open_backends
+from ._backends import open_backends, open_part
 from ._budget import page_budget
 from ._end import EndCheck, StopReason
 from ._job_counts import job_counts
@@ -273,9 +276,12 @@ class Engine:
                 dead_lettered=stats.dead_letter,
                 max_attempts=settings.queue.max_attempts,
             )
+            recorder = await self._plan_work(stack, settings.store.url, job=plan.job)
             where = f"job dir {plan.job_dir}" if plan.job_dir is not None else f"job {plan.job!r}"
             await check_modules(self._modules, backends.coordination, where)  # records them at the first run
-            stages, end, crons = await self._wire(stack, backends, queue, downloaders, writers, budget)
+            stages, end, crons = await self._wire(
+                stack, backends, queue, downloaders, writers, budget, recorder
+            )
             topics = run_topics(self._modules)
             report = (
                 None
@@ -289,6 +295,8 @@ class Engine:
             life.move(ENGINE, "ready", cause=plan.describe())
             runner = StageRunner(stages, life, settings.crawl, interrupt=self.interrupt)
             reason = await runner.run(end, background, handle_signals=handle_signals)
+            if recorder is not None:
+                await recorder.finished(reason, stats)
             failures, dead = (
                 ([], 0) if reason in ("unavailable", "lost") else await _dead_letters(queue, topics)
             )
@@ -308,6 +316,20 @@ class Engine:
             else None,
         )
 
+    async def _plan_work(self, stack: AsyncExitStack, store: str | None, *, job: str) -> RunRecorder | None:
+        """Give the modules their work from the metadata source (the code, or `store`), once per run.
+
+        Returns where the runs' records go (a store's), or None.
+        """
+        opening = open_metadata(store, self._modules.values())
+        if store is not None:
+            opening = open_part(self._lifecycle, "store", redact(store), opening)
+        source, log = await stack.enter_async_context(opening)
+        self._modules = (await plan_work(self._modules, source)).modules
+        if log is None:
+            return None
+        return RunRecorder(log, self._modules, job=job, worker=f"{socket.gethostname()}:{os.getpid()}")
+
     async def _wire(
         self,
         stack: AsyncExitStack,
@@ -316,6 +338,7 @@ class Engine:
         downloaders: Mapping[str, Downloader],
         writers: Mapping[str, ItemWriter],
         budget: PageBudget | None,
+        recorder: RunRecorder | None,
     ) -> tuple[Stages, EndCheck, Crons]:
         """Build the stages, seed the job (once), the end check and the cron schedules."""
         life = self._lifecycle
@@ -326,8 +349,11 @@ class Engine:
         for part in STAGES:
             life.move(part, "ready")
         holder = f"{os.getpid()}:{id(self)}"
-        seeded = await seed_once(self._modules, stages.router, backends.coordination, holder=holder)
-        crons = wiring.crons(stages.router, backends.coordination)
+        seeded_by = None if recorder is None else recorder.started
+        seeded = await seed_once(
+            self._modules, stages.router, backends.coordination, holder=holder, seeded=seeded_by
+        )
+        crons = wiring.crons(stages.router, backends.coordination, seeded=seeded_by)
         end = EndCheck(
             queue,
             backends.coordination,

@@ -109,13 +109,14 @@ def seen_scope(module: CompiledModule, routing: Routing) -> str:
     Example:
         >>> from types import SimpleNamespace
         >>> from mocra_core.http import Routing
-        >>> shop, news = SimpleNamespace(name="shop", cron=None), SimpleNamespace(name="news", cron="@hourly")
+        >>> shop = SimpleNamespace(name="shop", schedules=())
+        >>> news = SimpleNamespace(name="news", schedules=("@hourly",))
         >>> seen_scope(shop, Routing("shop/spider", account="alice"))  # type: ignore[arg-type]
         'shop:alice'
         >>> seen_scope(news, Routing("news/spider", run="cron1700000000"))  # type: ignore[arg-type]
         'news:cron1700000000'
     """
-    if module.cron is not None:
+    if module.schedules:  # each scheduled run is a crawl of its own
         return f"{module.name}:{routing.run}"
     return module.name if routing.account is None else f"{module.name}:{routing.account}"
 

@@ -35,13 +35,13 @@ from .generate._sitemaps import SitemapFetch, SitemapTasks
 from .parse import ItemWriter, ParseStage
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 
     from ..config import Settings, SinkSettings
     from ..coordination import Coordination, Ownership
     from ..download import Downloader, DownloadSettings
     from ..middleware import MiddlewareChain
-    from ..modules import CompiledModule
+    from ..modules import CompiledModule, CronEntry, Task
     from ..observe import Stats
     from ..queue import QueueBackend
     from ..sinks import DataSink
@@ -196,24 +196,44 @@ class Wiring:
             generate=generate, download=download, parse=parse, router=router, outage=outage, pace=pace
         )
 
-    def crons(self, router: TaskRouter, coordination: Coordination) -> Crons:
-        """The cron schedules of the run's cron modules."""
-        modules = [module for module in self._modules.values() if module.cron is not None]
-        return Crons([self._cron_runner(module, router, coordination) for module in modules])
+    def crons(
+        self,
+        router: TaskRouter,
+        coordination: Coordination,
+        *,
+        seeded: Callable[[list[Task]], Awaitable[None]] | None = None,
+    ) -> Crons:
+        """The cron schedules of the run's modules (a module's own `cron`, or a store's schedules).
+
+        `seeded` hears of the tasks each firing queues (the run records).
+        """
+        return Crons(
+            [
+                self._cron_runner(module, entry, router, coordination, seeded)
+                for module in self._modules.values()
+                for entry in module.schedules
+            ]
+        )
 
     def _cron_runner(
-        self, module: CompiledModule, router: TaskRouter, coordination: Coordination
+        self,
+        module: CompiledModule,
+        entry: CronEntry,
+        router: TaskRouter,
+        coordination: Coordination,
+        seeded: Callable[[list[Task]], Awaitable[None]] | None,
     ) -> CronRunner:
-        assert module.cron is not None
-        schedule = CronSchedule(module.cron, misfire_tolerance=module.cron_misfire)
+        schedule = CronSchedule(entry.cron, misfire_tolerance=entry.misfire)
         claims = None if self._ownership is None else CronClaims(self._ownership, coordination)
 
         async def fire(when: float) -> None:
-            tasks = start_tasks(module, f"cron{int(when)}")
+            tasks = start_tasks(module, f"cron{int(when)}", entry.starts)
             if claims is not None:  # a cluster: the accounts this node owns, each fire once job-wide
-                tasks = await claims.claim(tasks, when, misfire_tolerance=module.cron_misfire)
-            logger.info("cron: starting %s (%s), %d run(s)", module.name, module.cron, len(tasks))
+                tasks = await claims.claim(tasks, when, misfire_tolerance=entry.misfire)
+            logger.info("cron: starting %s (%s), %d run(s)", module.name, entry.cron, len(tasks))
             await router.seed(tasks)
+            if seeded is not None:
+                await seeded(tasks)
 
         is_leader = coordination.is_leader if claims is None else None  # a cluster: every node fires
         return CronRunner(schedule, fire, is_leader=is_leader, max_fires=self._settings.crawl.cron_max_fires)

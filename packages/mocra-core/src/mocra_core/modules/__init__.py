@@ -7,12 +7,14 @@ from ._module import SPIDER_NODE, CompiledModule, Module, compile_module
 from ._node import Account, Login, Node
 from ._session import LoginFailed, LoginSession
 from ._spider import Spider
+from ._starts import CronEntry, Start
 from ._task import Task
 
 __all__ = (
     "SPIDER_NODE",
     "Account",
     "CompiledModule",
+    "CronEntry",
     "Ctx",
     "Login",
     "LoginFailed",
@@ -22,6 +24,7 @@ __all__ = (
     "Route",
     "Seeds",
     "Spider",
+    "Start",
     "Task",
     "TaskCtx",
     "compile_module",

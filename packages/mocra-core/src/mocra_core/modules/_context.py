@@ -125,6 +125,14 @@ class Seeds:
             return
         self.add(request)
 
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The start task's meta: the spider's `config` with a store row's config over it (the engine's).
+
+        Requests seeded for a task carry it under their own meta; empty for a bare `Seeds`.
+        """
+        return {}
+
     def add(self, request: Request) -> None:
         """Seed a request as it is (any method, headers, body)."""
         self.requests.append(request)

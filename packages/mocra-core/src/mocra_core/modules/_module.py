@@ -15,9 +15,10 @@ from mocra_dag import DagError, Graph
 from .._errors import ConfigError
 from ..scope import DomainSet, Scope, ScopeStrategy, UrlRules
 from ._node import Account, Login, Node
+from ._starts import CronEntry, Start, code_starts
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from ..http import Response
     from ._context import Ctx, TaskCtx
@@ -56,6 +57,8 @@ class Module(Generic[T]):
             `"same-origin"`); `None` takes `crawl.scope` from the settings. As `Spider.scope`.
         allowed_domains: Domains the module stays within, subdomains included. As `Spider.allowed_domains`.
         rules: `UrlRules` every follow-up must pass too, after the scope. As `Spider.rules`.
+        version: The module's version, compared with a store's (`None`: not checked). As `Spider.version`.
+        config: The defaults of the start task's meta; a store row's merged config goes over them.
 
     Example:
         >>> class Only(Node[dict]):
@@ -79,6 +82,8 @@ class Module(Generic[T]):
     scope: ClassVar[ScopeStrategy | None] = None
     allowed_domains: ClassVar[Sequence[str]] = ()
     rules: ClassVar[UrlRules | None] = None
+    version: ClassVar[str | None] = None
+    config: ClassVar[Mapping[str, Any]] = {}
 
     def nodes(self) -> Sequence[Node[T]] | Graph[Node[T]]:
         """The module's nodes: a sequence (a chain) or a `mocra_dag.Graph` of nodes."""
@@ -131,6 +136,8 @@ class CompiledModule:
         proxy: str | None = None,
         carry_meta: bool = True,
         autostart: bool = True,
+        version: str | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.graph = graph
@@ -144,6 +151,11 @@ class CompiledModule:
         self.proxy = proxy
         self.carry_meta = carry_meta
         self.autostart = autostart
+        self.version = version
+        self.config: Mapping[str, Any] = dict(config or {})
+        self.starts: tuple[Start, ...]
+        self.schedules: tuple[CronEntry, ...]
+        self.starts, self.schedules = code_starts(self.accounts, self.config, cron, cron_misfire)
         self.scope = Scope("same-domain")  # `compile_module` sets the module's scope and rules
         self.rules: UrlRules | None = None
         self.scope_declared = False
@@ -175,6 +187,17 @@ class CompiledModule:
         scoped = copy.copy(self)
         scoped.scope = _default_scope(strategy)
         return scoped
+
+    def with_starts(
+        self, starts: Sequence[Start], schedules: Sequence[CronEntry], accounts: Sequence[Account]
+    ) -> CompiledModule:
+        """This module beginning `starts` (and `schedules`) for `accounts` instead of what its code says.
+
+        How a metadata source (a store) hands the module its work; `accounts` are those the starts name.
+        """
+        given = copy.copy(self)
+        given.starts, given.schedules, given.accounts = tuple(starts), tuple(schedules), tuple(accounts)
+        return given
 
     def node(self, node_id: str) -> Node[Any]:
         """The node with id `node_id` (a bare id or `module/node`); KeyError when unknown."""
@@ -264,6 +287,8 @@ def _compile_module(name: str, source: object) -> CompiledModule:
         downloader=source.downloader,
         proxy=_proxy_of(name, source),
         autostart=source.autostart,
+        version=source.version,
+        config=source.config,
     )
 
 
@@ -338,4 +363,6 @@ def _compile_spider(name: str, spider: Spider[Any]) -> CompiledModule:
         downloader=spider.downloader,
         proxy=_proxy_of(name, spider),
         carry_meta=False,
+        version=spider.version,
+        config=spider.config,
     )

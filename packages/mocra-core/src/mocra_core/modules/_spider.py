@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 if TYPE_CHECKING:
     import re
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from datetime import datetime
 
     from ..http import Response
@@ -55,6 +55,10 @@ class Spider(Generic[T]):
         sitemap_follow: Regexes the URL of a sitemap listed by an index must match to be read; empty: all.
         sitemap_alternate_links: Crawl each page's alternate links (`<xhtml:link rel="alternate">`) too.
         sitemap_since: Skip pages (and nested sitemaps) whose `<lastmod>` is older; timezone-aware.
+        version: The spider's version; a store whose module row has another one is reported and its rows
+            skipped (`None`: not checked).
+        config: The defaults of `seeds.meta` (the start task's meta, carried by the start requests); a
+            store row's merged config goes over them.
 
     Example:
         >>> from mocra_core.http import Response
@@ -81,6 +85,8 @@ class Spider(Generic[T]):
     sitemap_follow: ClassVar[Sequence[str | re.Pattern[str]]] = ()
     sitemap_alternate_links: ClassVar[bool] = False
     sitemap_since: ClassVar[datetime | None] = None
+    version: ClassVar[str | None] = None
+    config: ClassVar[Mapping[str, Any]] = {}
 
     async def start(self, seeds: Seeds) -> None:
         """Seed the first requests; by default one GET per URL in `start_urls` and the `sitemap_urls`."""

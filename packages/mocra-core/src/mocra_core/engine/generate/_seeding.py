@@ -10,10 +10,10 @@ from ..._errors import ConfigError
 from ...modules import Task
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from ...coordination import Coordination
-    from ...modules import CompiledModule
+    from ...modules import CompiledModule, Start
     from .._router import TaskRouter
 
 __all__ = ("all_seeded", "check_modules", "recorded_modules", "seed_once", "start_tasks")
@@ -22,8 +22,8 @@ _MODULES = "modules"  # coordination key: the names of the modules a job has run
 
 
 def _seeded_at_start(module: CompiledModule) -> bool:
-    """A module seeded when the run starts: autostart and not on a cron schedule."""
-    return module.autostart and module.cron is None
+    """A module seeded when the run starts: autostart, with starts not on a cron schedule."""
+    return module.autostart and bool(module.starts)
 
 
 async def check_modules(modules: Mapping[str, CompiledModule], coordination: Coordination, job: str) -> None:
@@ -77,14 +77,20 @@ def _listed(names: set[str]) -> str:
 
 
 async def seed_once(
-    modules: Mapping[str, CompiledModule], router: TaskRouter, coordination: Coordination, *, holder: str
+    modules: Mapping[str, CompiledModule],
+    router: TaskRouter,
+    coordination: Coordination,
+    *,
+    holder: str,
+    seeded: Callable[[list[Task]], Awaitable[None]] | None = None,
 ) -> bool:
     """Queue each autostart module's start tasks exactly once per job, whichever worker gets there first.
 
     The flag `seeded/<module>` is set after the tasks are queued, under a lock, so a worker that dies
     mid-seed leaves the job unseeded (another worker seeds it: duplicates are dropped by dedup) rather
-    than seeded with nothing. `holder` names this worker as the lock's holder. Returns whether every flag
-    is known set (False while another worker is still seeding a module).
+    than seeded with nothing. `holder` names this worker as the lock's holder; `seeded` hears of the
+    tasks it queued (the run records). Returns whether every flag is known set (False while another
+    worker is still seeding a module).
     """
     known = True
     for name, module in modules.items():
@@ -99,8 +105,11 @@ async def seed_once(
             continue
         try:
             if await coordination.get(flag) is None:
-                await router.seed(start_tasks(module, "1"))
+                tasks = start_tasks(module, "1")
+                await router.seed(tasks)
                 await coordination.set(flag, b"1")
+                if seeded is not None:
+                    await seeded(tasks)
         finally:
             await coordination.release_lock(f"seeding/{name}", holder, token)
     return known
@@ -114,15 +123,19 @@ async def all_seeded(modules: Mapping[str, CompiledModule], coordination: Coordi
     return True
 
 
-def start_tasks(module: CompiledModule, generation: str) -> list[Task]:
-    """One start task per account (one anonymous task without accounts), each its own run."""
-    accounts: list[str | None] = [account.name for account in module.accounts] or [None]
+def start_tasks(module: CompiledModule, generation: str, starts: Sequence[Start] | None = None) -> list[Task]:
+    """One start task per start (`module.starts` unless given), each its own run, highest priority first.
+
+    Each task's meta is its start's (the module's `config`, with a store row's config over it).
+    """
+    ordered = sorted(module.starts if starts is None else starts, key=lambda start: -start.priority)
     return [
         Task(
             module=module.name,
             node=module.entry,
-            account=name,
-            run=f"{module.name}:{name or '-'}:{generation}",
+            account=start.account,
+            run=f"{module.name}:{start.account or '-'}:{generation}",
+            meta=dict(start.meta),
         )
-        for name in accounts
+        for start in ordered
     ]
