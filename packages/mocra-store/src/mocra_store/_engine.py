@@ -29,7 +29,7 @@ def make_engine(url: str | URL | None) -> AsyncEngine:
     'sqlite+aiosqlite'
     """
     parsed = async_url(url if isinstance(url, str | None) else url.render_as_string(hide_password=False))
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"pool_pre_ping": True}  # a restarted server costs no failed call
     if is_memory(parsed):
         options["poolclass"] = StaticPool
     engine = create_async_engine(parsed, **options)

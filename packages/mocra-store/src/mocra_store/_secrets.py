@@ -97,7 +97,7 @@ class Sealer:
         try:
             plain: bytes = self._fernet.decrypt(stored[len(SEALED) :].encode("ascii"))
         except _fernet_module().InvalidToken:
-            raise SecretKeyError(f"{what} cannot be decrypted with the given key(s): wrong key?") from None
+            raise SecretKeyError(f"{what} cannot be decrypted: wrong key?") from None
         return plain.decode("utf-8")
 
     def reseal(self, stored: str, *, what: str = "a secret") -> str:

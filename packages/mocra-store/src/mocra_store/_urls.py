@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import URL, make_url
 
-__all__ = ("DEFAULT_URL", "async_url", "is_memory", "redact")
+__all__ = ("DEFAULT_URL", "async_url", "is_memory", "redact", "unavailable_reason")
 
 DEFAULT_URL = "sqlite:///mocra.db"
 
@@ -50,3 +50,19 @@ def redact(url: str | URL | None) -> str:
     except Exception:  # an unparsable URL: say so without echoing it
         return "<unparsable URL>"
     return parsed.render_as_string(hide_password=True)
+
+
+def unavailable_reason(exc: BaseException, url: str | URL | None) -> str:
+    """The first line of the driver's error under ``exc``, with the URL's password (if any) blanked.
+
+    >>> unavailable_reason(OSError("refused by bob:hunter2"), "postgresql://bob:hunter2@db/app")
+    'refused by bob:***'
+    """
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip()
+    reason = text.splitlines()[0] if text else type(orig).__name__
+    try:
+        password = (make_url(url or DEFAULT_URL) if not isinstance(url, URL) else url).password
+    except Exception:  # an unparsable URL has no password to hide
+        password = None
+    return reason.replace(str(password), "***") if password else reason

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,12 +21,12 @@ from sqlalchemy import exc as sa_exc
 
 from ._engine import make_engine
 from ._errors import StoreError, StoreNotMigrated, StoreUnavailable
-from ._urls import redact
+from ._urls import redact, unavailable_reason
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Coroutine
 
-    from sqlalchemy.engine import Connection
+    from sqlalchemy.engine import URL, Connection
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = (
@@ -95,16 +96,27 @@ def check_revision(found: str | None, url: str | None) -> None:
     raise StoreNotMigrated(f"{where} is {at}, this mocra-store needs {needed}: run {UPGRADE_COMMAND}")
 
 
+def _open_sqlite_file(path: str) -> None:
+    sqlite3.connect(path).close()
+
+
+async def _probe_sqlite_file(url: URL) -> None:
+    """Open a SQLite file with the stdlib first.
+
+    aiosqlite's own failed connect leaves a worker thread that may report to an already closed loop.
+    """
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") and not url.query:
+        await asyncio.to_thread(_open_sqlite_file, url.database)
+
+
 @asynccontextmanager
 async def connect(engine: AsyncEngine, url: str | None) -> AsyncIterator[AsyncConnection]:
     """A connection in a transaction; failing to connect raises ``StoreUnavailable`` (URL redacted)."""
     try:
+        await _probe_sqlite_file(engine.url)
         connection = await engine.connect()
-    except (sa_exc.DBAPIError, OSError) as exc:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        password = engine.url.password
-        if password:
-            reason = reason.replace(str(password), "***")
+    except (sa_exc.DBAPIError, sqlite3.Error, OSError) as exc:
+        reason = unavailable_reason(exc, engine.url)
         raise StoreUnavailable(f"the store at {redact(url)} is unavailable: {reason}") from None
     try:
         async with connection.begin():

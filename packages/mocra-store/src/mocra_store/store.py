@@ -13,7 +13,7 @@ from ._engine import make_engine
 from ._errors import StoreError, StoreUnavailable
 from ._export import export_tenants
 from ._secrets import Sealer, SecretKey
-from ._urls import DEFAULT_URL, redact
+from ._urls import DEFAULT_URL, redact, unavailable_reason
 from .migrate import check_revision, connect, revision_of
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Store:
     def __init__(
         self, url: str | None = None, *, key: SecretKey | None = None, migrate: bool = False
     ) -> None:
-        self.url = url or DEFAULT_URL
+        self._url = url or DEFAULT_URL
         self._sealer = Sealer(key)
         self._migrate = migrate
         self._engine: AsyncEngine | None = None
@@ -86,19 +86,24 @@ class Store:
         finally:
             await store.aclose()
 
+    @property
+    def url(self) -> str:
+        """The database URL with its password redacted (safe to log)."""
+        return redact(self._url)
+
     def __repr__(self) -> str:
         state = "open" if self._engine is not None else "closed"
-        return f"Store({redact(self.url)!r}, {state}, encrypting={self._sealer.encrypting})"
+        return f"Store({redact(self._url)!r}, {state}, encrypting={self._sealer.encrypting})"
 
     async def connect(self) -> None:
         """Connect, and check (or with ``migrate=True`` bring) the schema at head."""
         if self._engine is not None:
             return
-        engine = make_engine(self.url)
+        engine = make_engine(self._url)
         try:
-            async with connect(engine, self.url) as connection:
+            async with connect(engine, self._url) as connection:
                 work = _upgrade_to_head if self._migrate else revision_of
-                check_revision(await connection.run_sync(work), self.url)
+                check_revision(await connection.run_sync(work), self._url)
         except BaseException:
             await engine.dispose()
             raise
@@ -120,17 +125,25 @@ class Store:
     ) -> None:
         await self.aclose()
 
+    def _gone(self, exc: sa_exc.DBAPIError | OSError) -> StoreUnavailable:
+        reason = unavailable_reason(exc, self._url)
+        return StoreUnavailable(f"the store at {redact(self._url)} is unavailable: {reason}")
+
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction; losing the server (at checkout or mid-call) is StoreUnavailable."""
         if self._sessions is None:
             raise StoreError(f"{self!r} is not open: use `async with Store.open(...)` or await connect()")
         try:
             async with self._sessions.begin() as session:
+                try:
+                    await session.connection()  # checkout (pre-pinged): a failure here is the server
+                except (sa_exc.DBAPIError, OSError) as exc:
+                    raise self._gone(exc) from None
                 yield session
         except sa_exc.DBAPIError as exc:
-            if exc.connection_invalidated or isinstance(exc.orig, OSError):
-                reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-                raise StoreUnavailable(f"the store at {redact(self.url)} went away: {reason}") from None
+            if exc.connection_invalidated:
+                raise self._gone(exc) from None
             raise
 
     # ----------------------------------------------------------------- what the engine reads
