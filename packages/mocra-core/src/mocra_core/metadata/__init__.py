@@ -6,6 +6,7 @@ written in code; a `mocra_store.Store` (`mocra[store]`, `[store] url`) satisfies
 structurally. `plan_work` turns a source's rows into the modules' starts and schedules once per run.
 """
 
+from ._admin import RunRow, StoreAdmin, TenantRow, open_store, read_tenants, store_revision, upgrade_store
 from ._code import CodeAssignment, CodeCredentials, CodeSchedule, CodeSource
 from ._open import open_metadata
 from ._plan import WorkPlan, merge_config, plan_work
@@ -22,10 +23,17 @@ __all__ = (
     "MetadataSource",
     "RunLog",
     "RunRecorder",
+    "RunRow",
     "ScheduleRow",
+    "StoreAdmin",
+    "TenantRow",
     "WorkPlan",
     "merge_config",
     "open_metadata",
+    "open_store",
     "plan_work",
+    "read_tenants",
     "run_status",
+    "store_revision",
+    "upgrade_store",
 )
