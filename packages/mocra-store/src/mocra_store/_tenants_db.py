@@ -50,6 +50,8 @@ class _Importer:
     def __init__(self, session: AsyncSession, sealer: Sealer, source: str) -> None:
         self.session, self.sealer, self.source = session, sealer, source
         self.counts: Counter[str] = Counter()
+        self.ids: dict[tuple[str, str], int] = {}
+        self.rows: dict[type[Any], dict[frozenset[tuple[str, Any]], Any]] = {}
 
     async def named(self, model: type[_N], name: str, fields: Mapping[str, Any]) -> _N:
         row = await self.session.scalar(select(model).where(model.name == name))
@@ -61,6 +63,7 @@ class _Importer:
                 setattr(row, key, value)
         await self.session.flush()
         self.counts[model.__tablename__] += 1
+        self.ids[model.__tablename__, name] = row.id
         return row
 
     async def find(self, model: type[_N], name: str, where: str) -> _N:
@@ -74,20 +77,26 @@ class _Importer:
 
     async def find_id(self, kind: str, name: str, where: str) -> int:
         model = _BY_KIND[kind]
-        found = await self.session.scalar(select(model.id).where(model.name == name))
+        found = self.ids.get((model.__tablename__, name))
+        if found is None:
+            found = await self.session.scalar(select(model.id).where(model.name == name))
         if found is None:
             raise TenantsFileError(f"{self.source}: {where}: no {kind} {name!r} in the file or the store")
+        self.ids[model.__tablename__, name] = found
         return found
 
     async def upsert(self, model: type[Any], keys: Mapping[str, Any], fields: Mapping[str, Any]) -> None:
-        query = select(model).filter_by(**keys)
-        row = await self.session.scalar(query)
+        """Insert or update the row of ``model`` with ``keys``; the table is read once per import."""
+        if model not in self.rows:
+            found = await self.session.scalars(select(model))
+            self.rows[model] = {frozenset((k, getattr(row, k)) for k in keys): row for row in found}
+        rows, index = self.rows[model], frozenset(keys.items())
+        row = rows.get(index)
         if row is None:
-            self.session.add(model(**keys, **fields))
-        else:
-            for key, value in fields.items():
-                setattr(row, key, value)
-        await self.session.flush()
+            rows[index] = row = model(**keys)
+            self.session.add(row)
+        for key, value in fields.items():
+            setattr(row, key, value)
         self.counts[model.__tablename__] += 1
 
     async def module(self, name: str, body: dict[str, Any]) -> None:
