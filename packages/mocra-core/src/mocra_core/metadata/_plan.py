@@ -120,7 +120,14 @@ async def _starts(
     for row in rows:
         name = None if not row.account else f"{row.account}@{row.platform}" if row.platform else row.account
         if name is not None and name not in accounts:
-            login = await source.credentials(row.account, row.platform or None)
+            try:
+                login = await source.credentials(row.account, row.platform or None)
+            except Exception as exc:  # a secret that cannot be read (no key), the store gone: say whose
+                raise ConfigError(
+                    f"{module.name}.accounts",
+                    f"the login of {row.account!r} on {row.platform!r} cannot be read: {exc}",
+                    source=type(source).__name__,
+                ) from None
             extra = dict(login.extra) if login is not None else {}
             if row.platform:
                 extra.setdefault("platform", row.platform)
