@@ -1,4 +1,4 @@
-"""The `mocra` command line: `run`, `demo`, `dlq`, `status`, `cluster`, `version`."""
+"""The `mocra` command line: `run`, `demo`, `dlq`, `status`, `cluster`, `store`, `version`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mocra_core import MocraError
 from ._job_queues import add_job_arguments
 from ._progress import ProgressLine
 from ._run import load_spiders, make_sinks, print_summary
+from ._store_cli import add_store_commands
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,6 +52,7 @@ def _builder(args: argparse.Namespace) -> object:
         (f"{option} {value}", key, value)
         for option, key, value in (
             ("--queue", "queue.url", args.queue),
+            ("--store", "store.url", args.store),
             ("--job", "crawl.job", args.job),
             ("--job-dir", "crawl.job_dir", args.job_dir),
         )
@@ -202,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--job", metavar="NAME", help="job name: workers with the same name and --queue share a crawl"
     )
+    run.add_argument(
+        "--store",
+        metavar="URL",
+        help="take the work from a tenants store (`mocra store`): sqlite:///… or postgresql://…",
+    )
     run.add_argument("--spider", action="append", help="run only the spider with this name (repeatable)")
     run.add_argument(
         "--cluster",
@@ -252,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cluster.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
     cluster.set_defaults(func=_cmd_cluster)
+
+    add_store_commands(commands)
 
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")
     version.set_defaults(func=_cmd_version)
