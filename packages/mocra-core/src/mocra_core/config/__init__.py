@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._admin import AdminSettings
 from ._load import load, parse_override
 from ._settings import (
     CoordinationSettings,
@@ -17,6 +18,7 @@ from ._settings import (
 )
 
 __all__ = (
+    "AdminSettings",
     "CoordinationSettings",
     "CrawlSettings",
     "KafkaQueueSettings",

@@ -64,7 +64,14 @@ def parse_override(text: str, *, source: str = "-s") -> tuple[list[str], Any]:
 
 # Variables with the prefix that are not settings (read elsewhere, e.g. by the cluster config).
 _NOT_SETTINGS = frozenset(
-    {"MOCRA_NODE_ID", "MOCRA_CLUSTER_ADDR", "MOCRA_DATA_DIR", "MOCRA_SEEDS", "MOCRA_CLUSTER_PASSWORD"}
+    {
+        "MOCRA_NODE_ID",
+        "MOCRA_CLUSTER_ADDR",
+        "MOCRA_DATA_DIR",
+        "MOCRA_SEEDS",
+        "MOCRA_CLUSTER_PASSWORD",
+        "MOCRA_ADMIN_KEYS",  # read by the admin server: comma-separated keys
+    }
 )
 
 

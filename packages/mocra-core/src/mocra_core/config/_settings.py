@@ -11,6 +11,7 @@ from ..download import DownloadSettings, RetrySettings
 from ..download._proxy_pool import pool_config
 from ..download._proxy_route import POOL, check_pool_name
 from ..scope import ScopeStrategy  # noqa: TC001 - msgspec resolves it at runtime
+from ._admin import AdminSettings
 
 __all__ = (
     "CoordinationSettings",
@@ -367,6 +368,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     sink: SinkSettings = SinkSettings()
     proxy: ProxySettings = ProxySettings()
     store: StoreSettings = StoreSettings()
+    admin: AdminSettings = AdminSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod
