@@ -133,6 +133,11 @@ def print_summary(result: CrawlResult, stream: TextIO, *, output: str | Sequence
             "  the broker or shared store did not answer for crawl.outage_timeout seconds; what this worker"
             " held returns to the job's other workers or its next run"
         )
+    if result.reason == "stopped":
+        lines.append(
+            "  stopped by an operator: the work in flight was finished; what was not fetched stays queued"
+            " for the job's next run"
+        )
     if result.reason == "lost":
         lines.append(
             "  the job's state vanished from its coordination store (a server restarted without"

@@ -8,6 +8,7 @@ from ._builder import Mocra, MocraBuilder
 from ._codec import EngineCodec
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._job_counts import read_job_counts
+from ._job_view import EngineJobView
 from ._jobdir import JobDir
 from ._lifecycle import State, StateChange
 from ._plan import Backend, BackendPlan, QueueView
@@ -19,6 +20,7 @@ __all__ = (
     "Backends",
     "CrawlResult",
     "Engine",
+    "EngineJobView",
     "EngineCodec",
     "Failure",
     "JobDir",

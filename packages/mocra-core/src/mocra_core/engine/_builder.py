@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from mocra_cluster import ClusterConfig
 
+    from ..control import JobRegistry
     from ..download import Downloader
     from ..modules import CompiledModule, Module, Spider
     from ..sinks import DataSink
@@ -52,6 +53,7 @@ class MocraBuilder:
         self._chain = MiddlewareChain()
         self._downloaders: dict[str, Downloader] = {}
         self._cluster: ClusterConfig | None = None
+        self._registry: JobRegistry | None = None
 
     def spider(self, spider: Spider[Any], sink: DataSink | None = None) -> MocraBuilder:
         """Add a spider; its items go to `sink` (none: items are counted, not kept).
@@ -142,6 +144,23 @@ class MocraBuilder:
         self._cluster = config
         return self
 
+    def registry(self, registry: JobRegistry) -> MocraBuilder:
+        """Register the run's `JobView` in `registry` (the admin API's), to read and steer it while it runs.
+
+        Example:
+            >>> from mocra_core.control import JobRegistry
+            >>> jobs = JobRegistry()
+            >>> Mocra.builder().registry(jobs).job_registry is jobs
+            True
+        """
+        self._registry = registry
+        return self
+
+    @property
+    def job_registry(self) -> JobRegistry | None:
+        """The registry the run's view goes to (see `registry`), or None."""
+        return self._registry
+
     @property
     def cluster_config(self) -> ClusterConfig | None:
         """The cluster this run joins (see `cluster`), or None for a run without one."""
@@ -200,7 +219,14 @@ class MocraBuilder:
 
             names = [module.name for module, _ in self._modules]
             BackendPlan.decide(settings, job=job_name(settings, names), cluster=self._cluster)
-        return Engine(self._modules, settings, self._chain, self._downloaders, cluster=self._cluster)
+        return Engine(
+            self._modules,
+            settings,
+            self._chain,
+            self._downloaders,
+            cluster=self._cluster,
+            registry=self._registry,
+        )
 
     async def run_async(
         self, *, handle_signals: bool = False, progress: Callable[[Progress], Any] | None = None

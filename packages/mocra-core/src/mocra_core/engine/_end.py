@@ -25,7 +25,7 @@ __all__ = ("ACTIVITY_KEY", "IDLE_POLL", "IDLE_POLL_SHARED", "EndCheck", "StopRea
 
 logger = logging.getLogger(__name__)
 
-StopReason = Literal["finished", "interrupted", "max_pages", "unavailable", "lost"]
+StopReason = Literal["finished", "interrupted", "max_pages", "unavailable", "lost", "stopped"]
 IDLE_POLL = 0.01
 """Seconds between two looks at whether a one-process run is over."""
 IDLE_POLL_SHARED = 0.1
@@ -44,6 +44,7 @@ class EndCheck:
         modules: The run's modules by name (which of them must be seeded before the job can end).
         budget: The page budget (`crawl.max_pages`), or None.
         interrupted: Set by `Engine.interrupt` or a signal.
+        stopped: Set when an operator stopped the job (`JobControl.stop`): the run ends with `stopped`.
         crons_running: How many cron schedules are still running (the run is not over while any is).
         outage: The run's outage of its shared services: over (`crawl.outage_timeout`) ends the run.
         seeded: Whether every module's seed flag is known set (by `seed_once`). A flag seen set that is
@@ -60,6 +61,7 @@ class EndCheck:
         modules: Mapping[str, CompiledModule],
         budget: PageBudget | None,
         interrupted: anyio.Event,
+        stopped: anyio.Event | None = None,
         crons_running: Callable[[], int],
         outage: Outage,
         seeded: bool = False,
@@ -71,6 +73,7 @@ class EndCheck:
         self._topics = run_topics(modules)
         self._budget = budget
         self._interrupted = interrupted
+        self._stopped = stopped
         self._crons_running = crons_running
         self._outage = outage
         self._seeded = seeded
@@ -87,6 +90,9 @@ class EndCheck:
             if self._interrupted.is_set():
                 logger.info("interrupted: finishing requests in flight")
                 return "interrupted"
+            if self._stopped is not None and self._stopped.is_set():
+                logger.info("stopped by an operator: finishing requests in flight")
+                return "stopped"
             if budget is not None and budget.spent:
                 logger.info("page budget of %d reached", budget.limit)
                 return "max_pages"

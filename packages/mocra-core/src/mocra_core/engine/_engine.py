@@ -17,25 +17,24 @@ import anyio
 import msgspec
 
 from .._errors import redact
+from ..control import Hold
 from ..coordination import ControlPlaneOwnership
-from ..http import Request, Response, Routed
 from ..metadata import RunRecorder, open_metadata, plan_work
-from ..modules import Task
 from ..observe import Stats, StatsSnapshot
 from ..topics import run_topics
 from ._activity import ActivityQueue
 from ._backends import open_backends, open_part
 from ._budget import page_budget
 from ._end import EndCheck, StopReason
+from ._failures import Failure, dead_letters_of, describe_dead_letter
 from ._job_counts import job_counts
+from ._job_ops import JobOps
 from ._lifecycle import ENGINE, FINAL, Lifecycle, describe_error
 from ._outcome import why_nothing_crawled
 from ._plan import BackendPlan, job_name
 from ._stage_runner import Background, Progress, StageRunner, report_progress
-from ._transient import TRANSIENT
 from ._wiring import STAGES, Wiring, open_downloaders, open_writers
 from .generate import check_modules, seed_once
-from .generate._sitemaps import SITEMAP_NODE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -45,14 +44,15 @@ if TYPE_CHECKING:
     from mocra_cluster import ClusterConfig
 
     from ..config import Settings
+    from ..control import JobRegistry
     from ..coordination import Ownership
     from ..download import Downloader
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule
-    from ..queue import DeadLetter
     from ..sinks import DataSink
     from ._backends import Backends
     from ._budget import PageBudget
+    from ._job_view import EngineJobView
     from ._lifecycle import State, StateChange
     from ._wiring import Crons, Stages
     from .parse import ItemWriter
@@ -62,40 +62,6 @@ __all__ = ("CrawlResult", "Engine", "Failure", "Progress", "describe_dead_letter
 logger = logging.getLogger(__name__)
 
 
-class Failure(msgspec.Struct, kw_only=True):
-    """One entry of a dead-letter queue, described for people.
-
-    Attributes:
-        topic: The queue it failed in: `task`, `request` (download) or `response-<module>` (parse).
-        id: The message id (for `replay`).
-        url: The URL of the request or response, or the module/node of a task.
-        attempt: Attempts made.
-        reason: Why it gave up: status or error of the last attempt, or the parse traceback.
-    """
-
-    topic: str
-    id: str
-    url: str
-    attempt: int
-    reason: str
-
-
-def describe_dead_letter(letter: DeadLetter) -> Failure:
-    """Turn a dead letter into a `Failure`."""
-    payload = letter.payload
-    if isinstance(payload, Routed):
-        where = payload.request.url
-    elif isinstance(payload, Request | Response):
-        where = payload.url
-    elif isinstance(payload, Task) and payload.node == SITEMAP_NODE:
-        where = f"sitemap {payload.meta.get('url')} ({payload.module})"
-    elif isinstance(payload, Task):
-        where = f"task {payload.module}/{payload.node}"
-    else:
-        where = f"<undecodable {type(payload).__name__}>"
-    return Failure(topic=letter.topic, id=letter.id, url=where, attempt=letter.attempt, reason=letter.reason)
-
-
 class CrawlResult(msgspec.Struct, kw_only=True):
     """The outcome of a run.
 
@@ -103,7 +69,8 @@ class CrawlResult(msgspec.Struct, kw_only=True):
         reason: Why the run ended: `finished` (nothing left to do), `interrupted` (Ctrl-C / SIGTERM, drained),
             `max_pages` (the page budget was reached), `unavailable` (the broker or shared store did not
             answer for `crawl.outage_timeout` seconds; what this worker held comes back to the others),
-            `lost` (the job's shared state vanished mid-run: a store restarted without persistence).
+            `lost` (the job's shared state vanished mid-run: a store restarted without persistence),
+            `stopped` (an operator stopped the job: `JobView.stop`; drained, what is left stays queued).
         stats: Counters of this run.
         job: With `crawl.job_dir` or a shared queue: counters of the job so far, this run and the job's
             other runs, earlier or (workers of a broker) side by side (`runs`; `elapsed` is the sum of
@@ -139,7 +106,8 @@ class Engine:
 
     Built by the `Mocra` builder; one engine runs once. `ownership` (a cluster's, e.g.
     `ControlPlaneOwnership`) splits cron fires by account owner and, without a job-wide gate, per-domain
-    politeness by member count; None is one node (cron on the coordination store's leader).
+    politeness by member count; None is one node (cron on the coordination store's leader). Once its
+    run is wired, `view` reads and steers the job (pause, resume, stop), and `registry` lists it.
 
     Example:
         >>> from mocra_core import Mocra, Spider
@@ -160,7 +128,12 @@ class Engine:
         *,
         ownership: Ownership | None = None,
         cluster: ClusterConfig | None = None,
+        registry: JobRegistry | None = None,
     ) -> None:
+        self._registry = registry
+        self._view: EngineJobView | None = None
+        self._hold = Hold()  # paused: no new download or generation starts
+        self._stop_asked = anyio.Event()
         self._ownership = ownership
         self._cluster = cluster
         scope = settings.crawl.scope  # a module that declares no scope of its own takes the settings'
@@ -179,6 +152,11 @@ class Engine:
     def stats(self) -> Stats:
         """Live counters of this run."""
         return self._stats
+
+    @property
+    def view(self) -> EngineJobView | None:
+        """The run's `JobView` of its job, once the run is wired (kept after it ends), else None."""
+        return self._view
 
     @property
     def state(self) -> State:
@@ -206,6 +184,7 @@ class Engine:
     def interrupt(self) -> None:
         """Drain: take no new work, finish what is in flight (within `crawl.drain_timeout`), flush, return."""
         self._interrupted.set()
+        self._hold.release()  # a paused run drains too
         if self._lifecycle.state(ENGINE) == "active":
             self._lifecycle.move(ENGINE, "draining", cause="interrupted")
 
@@ -230,9 +209,17 @@ class Engine:
             result = await self._run(handle_signals, progress, progress_interval)
         except BaseException as exc:
             self._settle(exc)
+            self._ended(None)
             raise
         self._lifecycle.move(ENGINE, "stopped", cause=result.reason)
+        self._ended(result)
         return result
+
+    def _ended(self, result: CrawlResult | None) -> None:
+        if self._view is not None:
+            self._view.end(result)
+            if self._registry is not None:
+                self._registry.finished(self._view)
 
     def _settle(self, exc: BaseException) -> None:
         """The run ended with `exc`: the engine failed (naming the part that did), or was cancelled."""
@@ -290,15 +277,23 @@ class Engine:
                     report_progress, queue, topics, stats, stages.outage, progress, progress_interval
                 )
             )
+            ops = await JobOps.open(
+                backends, queue, stats, self._hold, topics=topics, state=lambda: self.state,
+                on_stop=self._stop_asked.set,
+            )  # fmt: skip
+            stack.callback(ops.view.detach)  # before the backends close
+            self._view = ops.view
+            if self._registry is not None:
+                self._registry.add(ops.view)
             unique_writers = list({id(writer): writer for writer in writers.values()}.values())
-            background = Background(unique_writers, crons, counts, report)
+            background = Background(unique_writers, crons, counts, report, ops.tasks, self._hold)
             life.move(ENGINE, "ready", cause=plan.describe())
             runner = StageRunner(stages, life, settings.crawl, interrupt=self.interrupt)
             reason = await runner.run(end, background, handle_signals=handle_signals)
             if recorder is not None:
                 await recorder.finished(reason, stats)
             failures, dead = (
-                ([], 0) if reason in ("unavailable", "lost") else await _dead_letters(queue, topics)
+                ([], 0) if reason in ("unavailable", "lost") else await dead_letters_of(queue, topics)
             )
             snapshot = stats.snapshot()
             so_far = None if counts is None else await counts.finish()
@@ -344,7 +339,8 @@ class Engine:
         life = self._lifecycle
         for part in STAGES:
             life.move(part, "prepare")
-        wiring = Wiring(self._modules, self._settings, self._chain, self._stats, ownership=self._ownership)
+        settings, owners, hold = self._settings, self._ownership, self._hold
+        wiring = Wiring(self._modules, settings, self._chain, self._stats, ownership=owners, hold=hold)
         stages = await wiring.stages(stack, backends, queue, downloaders, writers, budget)
         for part in STAGES:
             life.move(part, "ready")
@@ -361,24 +357,9 @@ class Engine:
             modules=self._modules,
             budget=budget,
             interrupted=self._interrupted,
+            stopped=self._stop_asked,
             crons_running=lambda: crons.running,
             outage=stages.outage,
             seeded=seeded,
         )
         return stages, end, crons
-
-
-async def _dead_letters(queue: ActivityQueue, topics: Sequence[str]) -> tuple[list[Failure], int]:
-    """The run's dead letters, the first 1,000 described, and their count (none if the broker is away)."""
-    failures: list[Failure] = []
-    dead = 0
-    try:
-        for topic in topics:
-            letters = await queue.dead_letters(topic, limit=1_000)
-            failures.extend(describe_dead_letter(d) for d in letters[: 1_000 - len(failures)])
-            dead += (
-                len(letters) if len(letters) < 1_000 else len(await queue.dead_letters(topic, limit=1 << 62))
-            )
-    except TRANSIENT as exc:
-        logger.warning("cannot count the dead letters: %s", exc)
-    return failures, dead

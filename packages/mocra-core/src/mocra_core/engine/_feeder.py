@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..control import Hold
 from ._handoff import Handoff
 from ._lease_return import LeaseReturn
 from ._transient import TRANSIENT
@@ -42,6 +43,7 @@ class Feeder:
         outage: Where an unreachable broker is noted: `consume` is then tried again until it answers or
             the outage is `over`, and a worker whose delivery met one goes on with the next (the delivery
             stays leased and comes back when its lease expires). Without it, such errors propagate.
+        hold: A pause gate: while it is held nothing is leased (what workers hold is finished).
     """
 
     def __init__(
@@ -54,7 +56,9 @@ class Feeder:
         drain: bool = False,
         wait: float = 0.2,
         outage: Outage | None = None,
+        hold: Hold | None = None,
     ) -> None:
+        self._hold = hold if hold is not None else Hold()
         self._queue = queue
         self._outage = outage
         self._topic = topic
@@ -123,6 +127,10 @@ class Feeder:
         while not self._halted:
             if self._should_stop() and not self._drain:
                 return
+            if self._hold.held:  # paused: lease nothing (a flag check while running)
+                with anyio.move_on_after(0.5):  # and look at `should_stop` now and then
+                    await self._hold.wait()
+                continue
             deliveries: Sequence[Delivery] = ()
             with anyio.CancelScope() as self._consuming:
                 try:

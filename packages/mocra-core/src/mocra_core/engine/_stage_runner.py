@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
     from ..config import CrawlSettings
+    from ..control import Hold
     from ..observe import Stats
     from ._activity import ActivityQueue
     from ._end import EndCheck, StopReason
@@ -50,12 +51,18 @@ class Progress(msgspec.Struct, kw_only=True):
 
 @dataclasses.dataclass(frozen=True)
 class Background:
-    """What runs beside the stages: sink writers, cron schedules, the job's counts, a progress report."""
+    """What runs beside the stages: sink writers, cron schedules, the job's counts, a progress report.
+
+    `tasks` run beside them until the drain ends (the job's control watcher, the heartbeat); `hold`,
+    the run's pause gate, is released when the run is over (a paused run drains too).
+    """
 
     writers: Sequence[ItemWriter]
     crons: Crons
     counts: JobCounts | None = None
     report: Callable[[], Coroutine[Any, Any, None]] | None = None
+    tasks: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()
+    hold: Hold | None = None
 
 
 class StageRunner:
@@ -97,12 +104,16 @@ class StageRunner:
                     watchers.start_soon(save_every, counts)
                 for cron in background.crons.runners:
                     watchers.start_soon(background.crons.run, cron)
+                for task in background.tasks:
+                    watchers.start_soon(task)
                 async with anyio.create_task_group() as parsing:
                     parsing.start_soon(self._stage, "parse", parse.run, crawl.parse_workers)
                     async with anyio.create_task_group() as fetching:
                         fetching.start_soon(self._stage, "generate", generate.run)
                         fetching.start_soon(self._stage, "download", download.run, crawl.concurrency)
                         reason = await end.until_over()
+                        if background.hold is not None:
+                            background.hold.release()
                         self._drain(reason, outer.cancel_scope)
                         if reason == "finished" and counts is not None:
                             await counts.ended()  # while the job's other workers are still up

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 
     from ..config import Settings, SinkSettings
+    from ..control import Hold
     from ..coordination import Coordination, Ownership
     from ..download import Downloader, DownloadSettings
     from ..middleware import MiddlewareChain
@@ -104,6 +105,7 @@ class Wiring:
         chain: The middlewares.
         stats: The run's counters.
         ownership: A cluster's ownership (cron fires by account owner, per-domain shares), or None.
+        hold: The run's pause gate: while held, no download or generation starts.
     """
 
     def __init__(
@@ -114,7 +116,9 @@ class Wiring:
         stats: Stats,
         *,
         ownership: Ownership | None,
+        hold: Hold | None = None,
     ) -> None:
+        self._hold = hold
         self._modules = modules
         self._settings = settings
         self._chain = chain
@@ -169,8 +173,9 @@ class Wiring:
             queue, admission, router, stats, fetch, sitemap_plans(self._modules), backends.seen
         )
         generate = GenerateStage(
-            queue, modules, runbook, admission, router, fan_in, dict(writers), stats, outage, sitemaps
-        )
+            queue, modules, runbook, admission, router, fan_in, dict(writers), stats, outage, sitemaps,
+            hold=self._hold,
+        )  # fmt: skip
         download = DownloadStage(
             queue,
             modules,
@@ -191,6 +196,7 @@ class Wiring:
             unparsed=unparsed,
             outage=outage,
             pace=pace,
+            hold=self._hold,
         )
         return Stages(
             generate=generate, download=download, parse=parse, router=router, outage=outage, pace=pace

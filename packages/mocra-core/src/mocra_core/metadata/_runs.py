@@ -17,7 +17,12 @@ __all__ = ("RunRecorder", "run_status")
 
 logger = logging.getLogger(__name__)
 
-_STATUS = {"finished": "succeeded", "max_pages": "succeeded", "interrupted": "cancelled"}
+_STATUS = {
+    "finished": "succeeded",
+    "max_pages": "succeeded",
+    "interrupted": "cancelled",
+    "stopped": "cancelled",
+}
 
 
 def run_status(reason: str) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 
+from ...control import Hold
 from .._lease_return import LeaseReturn
 from .._transient import TRANSIENT
 from ._domain_queues import DomainQueues, Parked
@@ -94,6 +95,7 @@ class DomainFeeder(Generic[T]):
         visibility_timeout: The queue's; a request stays parked at most a quarter of it.
         wait: Seconds one `consume` may wait for a message.
         clock: Monotonic seconds.
+        hold: A pause gate: while held, nothing is leased and no worker starts a request (`_hold_on`).
     """
 
     def __init__(
@@ -108,7 +110,9 @@ class DomainFeeder(Generic[T]):
         visibility_timeout: float = 300.0,
         wait: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
+        hold: Hold | None = None,
     ) -> None:
+        self._hold = hold if hold is not None else Hold()
         self._queue = queue
         self._topic = topic
         self._group = group
@@ -178,6 +182,9 @@ class DomainFeeder(Generic[T]):
     async def _feed(self) -> None:
         queues = self._queues_()
         while not self._stopping:
+            if self._hold.held:  # paused (a flag check while running)
+                await self._hold_on()
+                continue
             want, until = self._pace.want(queues, waiting=self._idle.waiting, unprepared=bool(self._new))
             if want <= 0:
                 self._changed = anyio.Event()
@@ -204,6 +211,15 @@ class DomainFeeder(Generic[T]):
             self._pace.leased(queues, len(deliveries))
             self._new.extend(deliveries)
             self._idle.wake(len(deliveries))
+
+    async def _hold_on(self) -> None:
+        """Paused: lease nothing; hand back what is leased and unprepared (parked ones: swept as always)."""
+        left = list(self._new)
+        self._new.clear()
+        if left:
+            await self._return_().send_all(left, "paused")
+        with anyio.move_on_after(1.0):
+            await self._hold.wait()
 
     # ------------------------------------------------------------------ workers
 
@@ -234,6 +250,9 @@ class DomainFeeder(Generic[T]):
         """A parked request its domain can start now, else an unprepared one; None once closed."""
         queues = self._queues_()
         while not self._closed and not self._stopping:
+            if self._hold.held:  # paused: start nothing until resumed (or stopped: `Hold.release`)
+                await self._hold.wait()
+                continue
             ready = queues.take()
             if queues.returns:
                 if ready is not None:  # not lost if cancelled while handing the others back

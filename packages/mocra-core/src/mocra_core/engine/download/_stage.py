@@ -33,6 +33,7 @@ from ._hops import HopGuard
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from ...control import Hold
     from ...download import DomainLimiter, Downloader, GatedLimiter, RetryPolicy, RobotsPolicy, ShareLimiter
     from ...download._permit import Permit
     from ...http import Request, Response, Routing
@@ -116,6 +117,7 @@ class DownloadStage:
         unparsed: UnparsedMarks | None = None,
         outage: Outage | None = None,
         pace: Pace | None = None,
+        hold: Hold | None = None,
     ) -> None:
         self._queue = queue
         self._modules = modules
@@ -142,6 +144,7 @@ class DownloadStage:
             outage=outage,
             autoscale=None if pace is None else pace.autoscale,
             visibility_timeout=politeness.visibility_timeout,
+            hold=hold,
         )
         self._delays_checked: set[str] = set()
         self._throttle = None if pace is None else pace.throttle

@@ -16,6 +16,7 @@ from ._sitemaps import SITEMAP_NODE
 
 if TYPE_CHECKING:
     from ..._errors import InvalidURL
+    from ...control import Hold
     from ...observe import Stats
     from ...queue import Delivery, QueueBackend
     from .._admission import Admission
@@ -55,6 +56,7 @@ class GenerateStage:
         stats: The run's counters.
         outage: The broker outage tracker, if any.
         sitemaps: Runs sitemap tasks (node `SITEMAP_NODE`) and queues those a spider's `start` seeded.
+        hold: The run's pause gate: while held, no task is leased.
     """
 
     def __init__(
@@ -69,6 +71,8 @@ class GenerateStage:
         stats: Stats,
         outage: Outage | None = None,
         sitemaps: SitemapTasks | None = None,
+        *,
+        hold: Hold | None = None,
     ) -> None:
         self._queue = queue
         self._modules = modules
@@ -82,7 +86,7 @@ class GenerateStage:
         self._outage = outage
         self._sitemaps = sitemaps
         self.rejected: list[str] = []  # the first invalid URLs seeded (for the run's result)
-        self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping, outage=outage)
+        self._feeder = Feeder(queue, TASKS, "generate", lambda: self._stopping, outage=outage, hold=hold)
 
     def stop(self) -> None:
         """Take no new tasks."""

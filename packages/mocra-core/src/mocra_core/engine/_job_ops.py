@@ -1,0 +1,94 @@
+"""`JobOps`: what a run does for its operators — follows the job's control keys, beats, shows its view.
+
+Made by the engine once its backends are open (`JobOps.open`); its two tasks (`tasks`) run beside the
+stages: the control watcher (pause, resume, stop: `JobControl.watch`) and the worker's heartbeat
+(`WorkerRegistry.beat_every`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from ..control import JobControl, WorkerInfo, WorkerRegistry, new_worker_id
+from ._job_view import EngineJobView
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Sequence
+    from typing import Any
+
+    from ..control import Hold
+    from ..observe import Stats
+    from ._activity import ActivityQueue
+    from ._backends import Backends
+
+__all__ = ("JobOps",)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobOps:
+    """A run's control watcher, heartbeat and view.
+
+    Attributes:
+        view: The run's view of its job.
+        tasks: What runs beside the stages (the watcher and the heartbeat), until cancelled.
+    """
+
+    view: EngineJobView
+    tasks: Sequence[Callable[[], Coroutine[Any, Any, None]]]
+
+    @classmethod
+    async def open(
+        cls,
+        backends: Backends,
+        queue: ActivityQueue,
+        stats: Stats,
+        hold: Hold,
+        *,
+        topics: Sequence[str],
+        state: Callable[[], str],
+        on_stop: Callable[[], None],
+    ) -> JobOps:
+        """Read the job's control keys (a paused job holds this worker at once) and make the view.
+
+        Raises:
+            CoordinationError: the store failed.
+        """
+        coordination, plan = backends.coordination, backends.plan
+        control = JobControl(coordination, hold, on_stop=on_stop)
+        await control.start()
+        workers = WorkerRegistry(coordination)
+        view = EngineJobView(
+            plan.job,
+            state=state,
+            stats=stats,
+            queue=queue,
+            topics=topics,
+            coordination=coordination,
+            control=control,
+            workers=workers,
+            shared=plan.shared,
+            plane=backends.plane,
+        )
+        worker = new_worker_id()
+        describe = functools.partial(_describe, worker, time.time(), state, stats)
+        return cls(view, (control.watch, functools.partial(workers.beat_every, worker, describe)))
+
+
+def _describe(worker: str, started: float, state: Callable[[], str], stats: Stats) -> WorkerInfo:
+    elapsed = stats.elapsed
+    return WorkerInfo(
+        id=worker,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        started=started,
+        seen=time.time(),
+        state=state(),
+        responses=stats.responses,
+        items=stats.items,
+        pages_per_second=stats.responses / elapsed if elapsed > 0 else 0.0,
+    )
