@@ -6,12 +6,15 @@ a crawl's real engine view is scraped in test_metrics_crawl.py.
 
 from __future__ import annotations
 
+import json
 import math
+import pathlib
 import re
 from collections.abc import Mapping, Sequence
 
 import anyio
 import pytest
+import yaml  # type: ignore[import-untyped]  # mocra-store[yaml]
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -25,6 +28,7 @@ pytestmark = pytest.mark.anyio
 METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")  # Prometheus data model
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")  # Prometheus naming practice: snake_case, lower case
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+MONITORING = pathlib.Path(__file__).resolve().parents[4] / "docs" / "monitoring"
 
 
 class StatsView:
@@ -284,3 +288,52 @@ async def test_two_jobs_one_scrape_and_no_process_metrics_on_request() -> None:
 
 async def test_content_type_is_prometheus_text() -> None:
     assert METRICS_CONTENT_TYPE.startswith("text/plain; version=")
+
+
+def dashboard_panels(dashboard: dict[str, object]) -> list[dict[str, object]]:
+    """Every panel of a Grafana dashboard, those inside rows too."""
+    panels: list[dict[str, object]] = []
+    for panel in dashboard["panels"]:  # type: ignore[attr-defined]
+        panels.append(panel)
+        panels.extend(panel.get("panels", []))
+    return panels
+
+
+async def test_every_metric_the_grafana_dashboard_queries_is_in_the_output() -> None:
+    dashboard = json.loads((MONITORING / "grafana-dashboard.json").read_text())
+    assert dashboard["title"] and dashboard["uid"] and isinstance(dashboard["schemaVersion"], int)
+    panels = [p for p in dashboard_panels(dashboard) if p["type"] != "row"]
+    assert len(panels) >= 12
+    ids = [p["id"] for p in dashboard_panels(dashboard)]
+    assert len(ids) == len(set(ids))
+    exprs: list[str] = []
+    for panel in panels:
+        assert panel["title"] and {"x", "y", "w", "h"} <= panel["gridPos"].keys(), panel  # type: ignore[attr-defined]
+        targets = panel["targets"]
+        assert targets, panel["title"]
+        refs = [t["refId"] for t in targets]  # type: ignore[attr-defined]
+        assert len(refs) == len(set(refs)), panel["title"]
+        exprs.extend(t["expr"] for t in targets)  # type: ignore[attr-defined]
+    templating = dashboard["templating"]["list"]
+    exprs.extend(v["definition"] for v in templating if v["type"] == "query")
+    for name in ("datasource", "mocra_job"):
+        assert name in {v["name"] for v in templating}
+
+    text = (await scrape([full_view()])).decode()
+    samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+    names = {s.name for s in samples}
+    labels = {label for s in samples for label in s.labels}
+    used = {token for expr in exprs for token in re.findall(r"\bmocra_[a-z0-9_]+", expr)} - labels
+    assert len(used) >= 25
+    assert sorted(used - names) == []
+    for expr in exprs:  # every selector names its job, every by() groups on labels the metrics have
+        for group in re.findall(r"by \(([^)]*)\)", expr):
+            assert {g.strip() for g in group.split(",")} <= labels | {"le"}, expr
+        assert expr.count("(") == expr.count(")"), expr
+
+
+def test_the_prometheus_scrape_example_is_a_scrape_config_of_metrics() -> None:
+    config = yaml.safe_load((MONITORING / "prometheus.yml").read_text())
+    (job,) = config["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    assert job["static_configs"][0]["targets"] == ["127.0.0.1:12800"]
