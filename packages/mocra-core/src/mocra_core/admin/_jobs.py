@@ -8,6 +8,7 @@ import msgspec
 from starlette.routing import Route
 
 from .._errors import MocraError
+from ..control import JobEnded
 from ._context import StartRequest
 from ._events import job_events
 from ._json import ApiError, json_response, read_body
@@ -93,13 +94,20 @@ async def replay(request: Request) -> Response:
     """`POST /api/v1/jobs/{job}/dlq/replay` `{"topics": [...]}`: `{"replayed": n}`."""
     view = _view(request)
     body = await read_body(request, ReplayRequest)
-    return json_response({"replayed": await view.replay(body.topics)})
+    try:
+        replayed = await view.replay(body.topics)
+    except JobEnded as exc:
+        raise ApiError(409, str(exc)) from None
+    return json_response({"replayed": replayed})
 
 
 def _control(action: Literal["pause", "resume", "stop"]) -> Route:
     async def endpoint(request: Request) -> Response:
         view = _view(request)
-        state = await getattr(view, action)()
+        try:
+            state = await getattr(view, action)()
+        except JobEnded as exc:
+            raise ApiError(409, str(exc)) from None
         return json_response({"control": state})
 
     endpoint.__doc__ = f'`POST /api/v1/jobs/{{job}}/{action}`: `{{"control": ...}}`.'

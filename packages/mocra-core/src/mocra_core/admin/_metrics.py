@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..observe._metrics import METRICS_CONTENT_TYPE, scrape
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -13,11 +15,12 @@ __all__ = ("render_metrics",)
 
 
 async def render_metrics(views: Sequence[JobView]) -> tuple[bytes, str]:
-    """The body and content type of `/metrics` for `views` (every job of the node, read now)."""
-    try:
-        from ..observe._metrics import METRICS_CONTENT_TYPE, scrape
-    except ImportError:  # until the jobs' collector lands: the process's own metrics
-        from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+    """The body and content type of `/metrics` for `views` (every job of the node, read now).
 
-        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    Example:
+        >>> import anyio
+        >>> body, kind = anyio.run(render_metrics, [])
+        >>> kind.startswith("text/plain"), body.startswith(b"# HELP")
+        (True, True)
+    """
     return await scrape(views), METRICS_CONTENT_TYPE

@@ -8,6 +8,7 @@ from ._builder import Mocra, MocraBuilder
 from ._codec import EngineCodec
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._job_counts import read_job_counts
+from ._job_start import job_builder, with_overrides, with_start_urls
 from ._job_view import EngineJobView
 from ._jobdir import JobDir
 from ._lifecycle import State, StateChange
@@ -33,7 +34,10 @@ __all__ = (
     "cluster_from_env",
     "cluster_status",
     "describe_dead_letter",
+    "job_builder",
     "open_backends",
     "read_job_counts",
     "recorded_modules",
+    "with_overrides",
+    "with_start_urls",
 )
