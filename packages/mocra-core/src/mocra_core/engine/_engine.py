@@ -281,7 +281,7 @@ class Engine:
                 backends, queue, stats, self._hold, topics=topics, state=lambda: self.state,
                 on_stop=self._stop_asked.set,
             )  # fmt: skip
-            stack.callback(ops.view.detach)  # before the backends close
+            stack.push_async_callback(ops.view.detach)  # before the backends close
             self._view = ops.view
             if self._registry is not None:
                 self._registry.add(ops.view)

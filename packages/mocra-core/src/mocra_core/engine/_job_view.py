@@ -43,6 +43,7 @@ DEAD_COUNTED = 1_000
 _DEAD_FRESH = 2.0  # seconds a count of dead letters is reused (reading them decodes each)
 _T = TypeVar("_T")
 _STAGES = ("task", "request", "response")
+_LAST_LOOK = 2.0  # seconds the view may take to note the queues' depths as the run ends
 _UNREACHABLE: tuple[type[Exception], ...] = (*TRANSIENT, TimeoutError, anyio.ClosedResourceError)
 
 
@@ -88,7 +89,7 @@ class EngineJobView:
         self._plane = plane
         self._dead: dict[str, int] = {}
         self._dead_at = -float("inf")
-        self._last: JobSnapshot | None = None
+        self._final_queues: dict[str, QueueDepth] = {}
         self._ended: CrawlResult | None = None
         self._end_reason: str | None = None
 
@@ -123,7 +124,6 @@ class EngineJobView:
             cluster=await self._quietly(cluster_nodes(self._plane), []),
             time=time.time(),
         )
-        self._last = snapshot
         return snapshot
 
     async def dead_letters(self, topic: str | None = None, *, limit: int = 100) -> Sequence[FailureView]:
@@ -176,8 +176,10 @@ class EngineJobView:
         self._running_queue()
         return await self._control.stop()
 
-    def detach(self) -> None:
-        """The run's backends are closing: read nothing from them any more."""
+    async def detach(self) -> None:
+        """The run's backends are about to close: note the queues' depths (2 s at most), then read no more."""
+        with anyio.move_on_after(_LAST_LOOK):
+            self._final_queues = await self._quietly(self._queues(fresh=True), self._final_queues)
         self._queue = None
         if self._end_reason is None:
             self._end_reason = "stopped"
@@ -199,9 +201,9 @@ class EngineJobView:
             return saved if saved is not None else StatsSnapshot(runs=0)
         return self._stats.job_snapshot()
 
-    async def _queues(self) -> dict[str, QueueDepth]:
+    async def _queues(self, *, fresh: bool = False) -> dict[str, QueueDepth]:
         queue = self._running_queue()
-        if time.monotonic() - self._dead_at > _DEAD_FRESH:
+        if fresh or time.monotonic() - self._dead_at > _DEAD_FRESH:
             self._dead = {t: len(await queue.dead_letters(t, limit=DEAD_COUNTED)) for t in self._topics}
             self._dead_at = time.monotonic()
         return {
@@ -218,23 +220,15 @@ class EngineJobView:
             return fallback
 
     def _final(self) -> JobSnapshot:
-        result, last = self._ended, self._last
+        result = self._ended
         run = result.stats if result is not None else self._stats.snapshot()
-        queues = dict(last.queues) if last is not None else {}
-        if result is not None:
-            dead = {t: sum(1 for f in result.failures if f.topic == t) for t in self._topics}
-            pending_left = result.reason != "finished"
-            queues = {
-                t: QueueDepth(pending=queues[t].pending if pending_left and t in queues else 0, dead=dead[t])
-                for t in self._topics
-            }
         return JobSnapshot(
             job=self._job,
             state=self._state(),
             control="stopping" if self._control.stopping else "running",
             stats=(result.job or result.stats) if result is not None else run,
             run=run,
-            queues=queues,
+            queues=dict(self._final_queues),
             workers=[],
             cluster=[],
             time=time.time(),
