@@ -337,3 +337,17 @@ def test_the_prometheus_scrape_example_is_a_scrape_config_of_metrics() -> None:
     (job,) = config["scrape_configs"]
     assert job["metrics_path"] == "/metrics"
     assert job["static_configs"][0]["targets"] == ["127.0.0.1:12800"]
+
+
+class CountingStats(Stats):
+    """Stats that count the downloads running now (the hook `/metrics` reads when present)."""
+
+    in_flight = 0
+
+
+async def test_downloads_in_flight_when_the_stats_count_them() -> None:
+    stats = CountingStats()
+    stats.in_flight = 7
+    m = await scraped([StatsView("shop", stats)])
+    assert value(m, "mocra_downloads_in_flight") == 7
+    assert "mocra_downloads_in_flight" not in await scraped([StatsView("shop", Stats())])
