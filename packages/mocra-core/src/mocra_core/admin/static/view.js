@@ -65,7 +65,7 @@ export function showSnapshot(snapshot, rates) {
     (snapshot.workers ?? []).map((w) => [
       w.id,
       w.host,
-      w.pid,
+      { text: String(w.pid), className: "num" },
       w.state,
       w.responses ?? 0,
       w.items ?? 0,

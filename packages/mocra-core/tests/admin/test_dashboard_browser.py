@@ -1,0 +1,303 @@
+"""The dashboard in a real browser (Debian's Chromium driven by Playwright) over a real crawl.
+
+A slow site (20 ms a page, one download at a time) keeps a crawl going for several seconds while the page
+follows it: no console errors, the pages counter moves, Pause holds the crawl (the site stops being hit,
+the job's control says `paused`), Resume lets it go on, Stop ends the run as `stopped`.
+`MOCRA_DASHBOARD_SCREENSHOT=docs/images/dashboard.png` also writes the screenshot there (for the docs).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import httpx
+import pytest
+
+from mocra_core import CrawlResult, Ctx, Mocra, Response, Spider
+from mocra_core.admin import AdminContext, serving
+from mocra_core.config import AdminSettings
+from mocra_core.control import JobRegistry
+from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
+
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+STATIC = pathlib.Path(__file__).parents[2] / "src" / "mocra_core" / "admin" / "static"
+KEY = "dashboard-test-key"
+JOB = "dashboard-demo"
+SCREENSHOT = os.environ.get("MOCRA_DASHBOARD_SCREENSHOT")
+PAGES = 3000 if SCREENSHOT else 600  # x 20 ms, one at a time: seconds of crawling, cut short by Stop
+BROKEN_EVERY = 40  # page n links to /broken/n (HTTP 500: retried, then dead-lettered) when n % 40 == 5
+
+
+class TreeSpider(Spider[dict[str, Any]]):
+    """Follows every link of a binary tree of pages; one item per page."""
+
+    name = "tree"
+
+    def __init__(self, start: str) -> None:
+        self.start_urls = [start]  # type: ignore[misc]
+
+    async def parse(self, response: Response, ctx: Ctx[dict[str, Any]]) -> None:
+        ctx.emit({"url": response.url})
+        for href in response.links():
+            ctx.follow(href)
+
+
+class Site:
+    """A binary tree of `PAGES` pages, `/p/0` its root, each served in 20 ms; `served` counts them.
+
+    Every page links back to the root too (a duplicate to drop), and a few link to a page that fails.
+    """
+
+    def __init__(self) -> None:
+        self.served = 0
+
+    async def page(self, request: ServerRequest) -> ServerResponse:
+        await anyio.sleep(0.02)
+        self.served += 1
+        kind, n = request.path.rsplit("/", 1)
+        if kind == "/broken":
+            return ServerResponse(500, "broken")
+        hrefs = [f"/p/{c}" for c in (2 * int(n) + 1, 2 * int(n) + 2) if c < PAGES] + ["/p/0"]
+        if int(n) % BROKEN_EVERY == 5:
+            hrefs.append(f"/broken/{n}")
+        links = "".join(f'<a href="{href}">{href}</a>' for href in hrefs)
+        return ServerResponse(body=f"<html><title>page {n}</title><body>{links}</body></html>")
+
+
+class Crawl:
+    """A crawl of the slow site run in a portal thread (the test drives a browser), with three admin servers
+    on its registry: `api` (writes keyed), `keyless` (no key configured) and `locked` (reads keyed too)."""
+
+    def __init__(self, site: Site, api: str, keyless: str, locked: str, result: Future[CrawlResult]) -> None:
+        self.site = site
+        self.api = api
+        self.keyless = keyless
+        self.locked = locked
+        self.result = result
+
+    def hits(self) -> int:
+        """Pages the site has served so far (the server side of the crawl)."""
+        return self.site.served
+
+    def control(self) -> str:
+        answer = httpx.get(f"{self.api}/api/v1/jobs/{JOB}", timeout=5)
+        answer.raise_for_status()
+        return str(answer.json()["control"])
+
+
+@pytest.fixture
+def crawl() -> Iterator[Crawl]:
+    site = Site()
+    registry = JobRegistry()
+
+    def admin(settings: AdminSettings) -> AdminContext:
+        return AdminContext(jobs=registry, readiness=lambda: (True, "active"), settings=settings)
+
+    builder = (
+        Mocra.builder()
+        .set(
+            f"crawl.job={JOB}",
+            "crawl.obey_robots=false",
+            "crawl.concurrency=1",
+            "crawl.per_domain_concurrency=1",
+            "retry.max_retries=1",
+            "retry.base=0.01",
+            "retry.max_delay=0.05",
+        )
+        .registry(registry)
+    )
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(LocalServer(fallback=site.page).running()) as site_url,
+        portal.wrap_async_context_manager(serving(admin(AdminSettings(keys=[KEY])), "0")) as server,
+        portal.wrap_async_context_manager(serving(admin(AdminSettings()), "0")) as keyless,
+        portal.wrap_async_context_manager(
+            serving(admin(AdminSettings(keys=[KEY], read_keys=True)), "0")
+        ) as locked,
+    ):
+        builder = builder.spider(TreeSpider(f"{site_url}/p/0"))
+        result = portal.start_task_soon(builder.run_async)
+        run = Crawl(site, server.url, keyless.url, locked.url, result)
+        try:
+            yield run
+        finally:
+            if not run.result.done():
+                httpx.post(f"{server.url}/api/v1/jobs/{JOB}/stop", headers={"X-API-Key": KEY}, timeout=5)
+            run.result.result(timeout=30)
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason=f"needs Debian's chromium at {CHROMIUM} (.ci/run installs it)"
+)
+def test_the_dashboard_follows_pauses_resumes_and_stops_a_crawl(crawl: Crawl, tmp_path: pathlib.Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=10_000)
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+            page.goto(f"{crawl.api}/")
+
+            # The page picks the running job and follows its stream; the pages counter moves.
+            expect(page.locator("#job")).to_have_value(JOB)
+            expect(page.locator("#live")).to_have_text("live")
+            expect(page.locator("#control")).to_have_text("running")
+            before = page.inner_text("#pages-total")
+            page.wait_for_function(
+                "before => document.getElementById('pages-total').textContent !== before", arg=before
+            )
+            expect(page.locator("#pages-rate")).not_to_have_text("-")
+            expect(page.locator("#workers tbody tr")).to_have_count(1)
+            expect(page.locator("#cluster-section")).to_be_hidden()
+
+            # Pause asks for the key first; a wrong key is refused (401) and said so; the right one pauses
+            # the job: the site stops being hit.
+            page.get_by_role("button", name="Pause").click()
+            expect(page.locator("#message")).to_contain_text("needs the API key")
+            page.get_by_label("API key").fill("not-the-key")
+            page.get_by_role("button", name="Use key").click()
+            expect(page.locator("#message")).to_contain_text("the API key was refused (401: wrong API key)")
+            assert [e for e in errors if "status of 401" not in e] == []
+            errors.clear()  # the browser logs the refused request itself
+            page.get_by_label("API key").fill(KEY)
+            page.get_by_role("button", name="Use key").click()
+            expect(page.locator("#control")).to_have_text("paused")
+            assert crawl.control() == "paused"
+            time.sleep(1.5)  # downloads in flight when the pause came end
+            held = crawl.hits()
+            time.sleep(2.0)
+            assert crawl.hits() == held, "the site was still crawled while the job was paused"
+            assert not crawl.result.done()
+
+            # Resume: the crawl goes on.
+            page.get_by_role("button", name="Resume").click()
+            expect(page.locator("#control")).to_have_text("running")
+            assert crawl.control() == "running"
+            _wait("the crawl to go on after Resume", lambda: crawl.hits() > held + 20)
+
+            # Dead letters show up in their table; Replay puts them back in their queue.
+            expect(page.locator("#dlq tbody tr", has_text="/broken/")).not_to_have_count(0)
+            page.get_by_role("button", name="Replay").click()
+            expect(page.locator("#message")).to_contain_text("went back to their queues")
+            assert errors == []
+
+            if SCREENSHOT:
+                time.sleep(40)  # a fuller rate chart for the docs
+            page.screenshot(path=tmp_path / "dashboard.png", full_page=True)
+            assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+            if SCREENSHOT:
+                shutil.copyfile(tmp_path / "dashboard.png", SCREENSHOT)
+            assert errors == []
+
+            # Stop (confirmed in a dialog): the run ends as stopped, and the page says so.
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.get_by_role("button", name="Stop").click()
+            result = crawl.result.result(timeout=30)
+            assert result.reason == "stopped"
+            assert 0 < result.stats.responses < PAGES
+            expect(page.locator("#state")).to_have_text("stopped")
+            expect(page.get_by_role("button", name="Pause")).to_be_disabled()
+            assert errors == []
+        finally:
+            browser.close()
+
+
+def _assets_the_page_loads() -> set[str]:
+    """`static/...` files named by index.html, and the modules app.js imports, transitively."""
+    page = (STATIC / "index.html").read_text()
+    wanted = set(re.findall(r'(?:src|href)="static/([^"]+)"', page))
+    todo = [name for name in wanted if name.endswith(".js")]
+    while todo:
+        source = (STATIC / todo.pop()).read_text()
+        for name in re.findall(r'from "\./([^"]+)"', source):
+            if name not in wanted:
+                wanted.add(name)
+                todo.append(name)
+    return wanted
+
+
+def test_every_file_the_page_loads_is_in_static() -> None:
+    wanted = _assets_the_page_loads()
+    assert {"app.js", "app.css", "api.js", "chart.js"} <= wanted
+    assert sorted(name for name in wanted if not (STATIC / name).is_file()) == []
+
+
+@pytest.mark.slow
+def test_the_mocra_core_wheel_ships_the_dashboard(tmp_path: pathlib.Path) -> None:
+    uv = pathlib.Path(sys.executable).parent / "uv"
+    command = [str(uv) if uv.exists() else "uv", "build", "--package", "mocra-core", "--wheel"]
+    done = subprocess.run(
+        [*command, "--out-dir", str(tmp_path)],
+        cwd=pathlib.Path(__file__).parents[4],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [wheel] = tmp_path.glob("mocra_core-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    expected = {f"mocra_core/admin/static/{name}" for name in ("index.html", *_assets_the_page_loads())}
+    assert sorted(expected - shipped) == []
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason=f"needs Debian's chromium at {CHROMIUM} (.ci/run installs it)"
+)
+def test_the_dashboard_says_when_a_node_refuses_writes_or_keys_its_reads(crawl: Crawl) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=10_000)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            # No key configured on the node: a write is refused with the server's reason (403).
+            page = browser.new_page()
+            page.goto(f"{crawl.keyless}/")
+            expect(page.locator("#control")).to_have_text("running")
+            page.get_by_label("API key").fill(KEY)
+            page.get_by_role("button", name="Use key").click()
+            page.get_by_role("button", name="Pause").click()
+            refusal = "Pause is not allowed (403: writes need an API key"
+            expect(page.locator("#message")).to_contain_text(refusal)
+            assert crawl.control() == "running"
+
+            # Reads keyed: the page asks for the key, then follows the job (the stream carries the key).
+            page = browser.new_page()
+            page.goto(f"{crawl.locked}/")
+            expect(page.locator("#message")).to_contain_text("Reading this node needs the API key")
+            expect(page.locator("#job")).to_be_disabled()
+            page.get_by_label("API key").fill(KEY)
+            page.get_by_role("button", name="Use key").click()
+            expect(page.locator("#job")).to_have_value(JOB)
+            expect(page.locator("#live")).to_have_text("live")
+            before = page.inner_text("#pages-total")
+            page.wait_for_function(
+                "before => document.getElementById('pages-total').textContent !== before", arg=before
+            )
+        finally:
+            browser.close()
