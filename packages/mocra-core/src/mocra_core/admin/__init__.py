@@ -7,9 +7,18 @@ an API key (`[admin] keys`); see `AdminSettings`.
 
 from __future__ import annotations
 
+from .._errors import MissingExtra
+
+try:
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ModuleNotFoundError as exc:  # pragma: no cover - without the extra
+    raise MissingExtra("dashboard", "the admin API and dashboard") from exc
+
 from ._app import admin_app
 from ._context import AdminContext, JobsSource, JobStarter, StartRequest
 from ._keys import KEYS_ENV, KeyRing, presented_key
+from ._node import JobNode
 from ._rate import RateLimiter
 from ._server import DEFAULT_ADDRESS, AdminServer, parse_address, serving
 
@@ -18,6 +27,7 @@ __all__ = (
     "KEYS_ENV",
     "AdminContext",
     "AdminServer",
+    "JobNode",
     "JobStarter",
     "JobsSource",
     "KeyRing",

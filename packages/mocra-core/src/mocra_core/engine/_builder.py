@@ -54,6 +54,7 @@ class MocraBuilder:
         self._downloaders: dict[str, Downloader] = {}
         self._cluster: ClusterConfig | None = None
         self._registry: JobRegistry | None = None
+        self._api: str | None = None
 
     def spider(self, spider: Spider[Any], sink: DataSink | None = None) -> MocraBuilder:
         """Add a spider; its items go to `sink` (none: items are counted, not kept).
@@ -156,6 +157,40 @@ class MocraBuilder:
         self._registry = registry
         return self
 
+    def api(self, address: str = "127.0.0.1:12800") -> MocraBuilder:
+        """Serve the admin API and dashboard on `address` while the run runs (`mocra[dashboard]`).
+
+        `/health`, `/ready`, `/metrics`, `/api/v1/jobs/...` (read, pause, resume, stop, dead letters) and
+        the dashboard at `/`; writes need a key (`[admin] keys`). It binds 127.0.0.1 unless told
+        `0.0.0.0:port`; the run takes Ctrl-C as without it, and the server stops when the run ends.
+
+        Example:
+            >>> Mocra.builder().api("127.0.0.1:0").api_address
+            '127.0.0.1:0'
+        """
+        from ..admin import parse_address  # MissingExtra without the dashboard extra
+
+        parse_address(address)
+        self._api = address
+        return self
+
+    @property
+    def api_address(self) -> str | None:
+        """Where the run serves its admin API (see `api`), or None."""
+        return self._api
+
+    @property
+    def job(self) -> str:
+        """The job's name: `crawl.job`, else the module names joined by `+`.
+
+        Example:
+            >>> Mocra.builder().set("crawl.job=nightly").job
+            'nightly'
+        """
+        from ._plan import job_name
+
+        return job_name(self.build_settings(), [module.name for module, _ in self._modules])
+
     @property
     def job_registry(self) -> JobRegistry | None:
         """The registry the run's view goes to (see `registry`), or None."""
@@ -232,7 +267,16 @@ class MocraBuilder:
         self, *, handle_signals: bool = False, progress: Callable[[Progress], Any] | None = None
     ) -> CrawlResult:
         """Run inside an existing event loop (anyio or asyncio)."""
-        return await self.build().run(handle_signals=handle_signals, progress=progress)
+        if self._api is None:
+            return await self.build().run(handle_signals=handle_signals, progress=progress)
+        from ..admin import JobNode
+
+        node = JobNode([], settings=self.build_settings(), registry=self._registry)
+        result = await node.run(
+            self._api, first=self, progress=progress, until_idle=True, handle_signals=handle_signals
+        )
+        assert result is not None
+        return result
 
     def run(self, *, progress: Callable[[Progress], Any] | None = None) -> CrawlResult:
         """Run to the end and return the result; blocks. Ctrl-C / SIGTERM drain and return."""
