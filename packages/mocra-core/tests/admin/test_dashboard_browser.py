@@ -8,6 +8,7 @@ the job's control says `paused`), Resume lets it go on, Stop ends the run as `st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -34,6 +36,7 @@ from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 STATIC = pathlib.Path(__file__).parents[2] / "src" / "mocra_core" / "admin" / "static"
 KEY = "dashboard-test-key"
+REDIS_URL = "redis://127.0.0.1:6379/15"
 JOB = "dashboard-demo"
 SCREENSHOT = os.environ.get("MOCRA_DASHBOARD_SCREENSHOT")
 PAGES = 3000 if SCREENSHOT else 600  # x 20 ms, one at a time: seconds of crawling, cut short by Stop
@@ -77,65 +80,86 @@ class Site:
 
 
 class Crawl:
-    """A crawl of the slow site run in a portal thread (the test drives a browser), with three admin servers
-    on its registry: `api` (writes keyed), `keyless` (no key configured) and `locked` (reads keyed too)."""
+    """A crawl of the slow site by one or more workers in a portal thread (the test drives a browser).
 
-    def __init__(self, site: Site, api: str, keyless: str, locked: str, result: Future[CrawlResult]) -> None:
+    Each worker has its own registry and admin server (`apis`, writes keyed); the first worker's registry
+    has two more servers: `keyless` (no key configured) and `locked` (reads keyed too).
+    """
+
+    def __init__(self, job: str, site: Site, apis: list[str], keyless: str, locked: str) -> None:
+        self.job = job
         self.site = site
-        self.api = api
+        self.apis = apis
+        self.api = apis[0]
         self.keyless = keyless
         self.locked = locked
-        self.result = result
+        self.results: list[Future[CrawlResult]] = []
+
+    @property
+    def result(self) -> Future[CrawlResult]:
+        """The first worker's run."""
+        return self.results[0]
 
     def hits(self) -> int:
         """Pages the site has served so far (the server side of the crawl)."""
         return self.site.served
 
-    def control(self) -> str:
-        answer = httpx.get(f"{self.api}/api/v1/jobs/{JOB}", timeout=5)
+    def control(self, api: str | None = None) -> str:
+        answer = httpx.get(f"{api or self.api}/api/v1/jobs/{self.job}", timeout=5)
         answer.raise_for_status()
         return str(answer.json()["control"])
 
 
-@pytest.fixture
-def crawl() -> Iterator[Crawl]:
+@contextlib.contextmanager
+def crawling(*settings: str, job: str = JOB, workers: int = 1) -> Iterator[Crawl]:
+    """`workers` workers of `job` crawling the slow site, each with its admin server, until Stop."""
     site = Site()
-    registry = JobRegistry()
+    registries = [JobRegistry() for _ in range(workers)]
 
-    def admin(settings: AdminSettings) -> AdminContext:
+    def admin(registry: JobRegistry, settings: AdminSettings) -> AdminContext:
         return AdminContext(jobs=registry, readiness=lambda: (True, "active"), settings=settings)
 
-    builder = (
-        Mocra.builder()
-        .set(
-            f"crawl.job={JOB}",
-            "crawl.obey_robots=false",
-            "crawl.concurrency=1",
-            "crawl.per_domain_concurrency=1",
-            "retry.max_retries=1",
-            "retry.base=0.01",
-            "retry.max_delay=0.05",
-        )
-        .registry(registry)
-    )
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(LocalServer(fallback=site.page).running()) as site_url,
-        portal.wrap_async_context_manager(serving(admin(AdminSettings(keys=[KEY])), "0")) as server,
-        portal.wrap_async_context_manager(serving(admin(AdminSettings()), "0")) as keyless,
-        portal.wrap_async_context_manager(
-            serving(admin(AdminSettings(keys=[KEY], read_keys=True)), "0")
-        ) as locked,
-    ):
-        builder = builder.spider(TreeSpider(f"{site_url}/p/0"))
-        result = portal.start_task_soon(builder.run_async)
-        run = Crawl(site, server.url, keyless.url, locked.url, result)
+    with contextlib.ExitStack() as stack:
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+
+        def enter(manager: contextlib.AbstractAsyncContextManager[Any]) -> Any:
+            return stack.enter_context(portal.wrap_async_context_manager(manager))
+
+        site_url = enter(LocalServer(fallback=site.page).running())
+        apis = [enter(serving(admin(r, AdminSettings(keys=[KEY])), "0")).url for r in registries]
+        keyless = enter(serving(admin(registries[0], AdminSettings()), "0")).url
+        locked = enter(serving(admin(registries[0], AdminSettings(keys=[KEY], read_keys=True)), "0")).url
+        run = Crawl(job, site, apis, keyless, locked)
+        for registry in registries:
+            builder = (
+                Mocra.builder()
+                .set(
+                    f"crawl.job={job}",
+                    "crawl.obey_robots=false",
+                    "crawl.concurrency=1",
+                    "crawl.per_domain_concurrency=1",
+                    "retry.max_retries=1",
+                    "retry.base=0.01",
+                    "retry.max_delay=0.05",
+                    *settings,
+                )
+                .registry(registry)
+                .spider(TreeSpider(f"{site_url}/p/0"))
+            )
+            run.results.append(portal.start_task_soon(builder.run_async))
         try:
             yield run
         finally:
-            if not run.result.done():
-                httpx.post(f"{server.url}/api/v1/jobs/{JOB}/stop", headers={"X-API-Key": KEY}, timeout=5)
-            run.result.result(timeout=30)
+            if not all(result.done() for result in run.results):
+                httpx.post(f"{run.api}/api/v1/jobs/{job}/stop", headers={"X-API-Key": KEY}, timeout=5)
+            for result in run.results:
+                result.result(timeout=30)
+
+
+@pytest.fixture
+def crawl() -> Iterator[Crawl]:
+    with crawling() as run:
+        yield run
 
 
 def _wait(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -221,6 +245,64 @@ def test_the_dashboard_follows_pauses_resumes_and_stops_a_crawl(crawl: Crawl, tm
             assert 0 < result.stats.responses < PAGES
             expect(page.locator("#state")).to_have_text("stopped")
             expect(page.get_by_role("button", name="Pause")).to_be_disabled()
+            assert errors == []
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def redis_job() -> Iterator[str]:
+    """A fresh job name on the local Redis; its keys are deleted afterwards."""
+    import redis
+
+    job = f"dashboard{uuid.uuid4().hex[:12]}"
+    yield job
+    with redis.Redis(host="127.0.0.1", port=6379, db=15) as client:
+        for key in client.scan_iter(match=f"mocra-{job}*", count=1000):
+            client.delete(key)
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason=f"needs Debian's chromium at {CHROMIUM} (.ci/run installs it)"
+)
+def test_any_workers_dashboard_shows_and_steers_the_whole_job(redis_job: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=10_000)
+    errors: list[str] = []
+    with (
+        crawling(f"queue.url={REDIS_URL}", job=redis_job, workers=2) as crawl,
+        sync_playwright() as playwright,
+    ):
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            pages = []
+            for api in crawl.apis:  # one tab on each worker's server
+                page = browser.new_page()
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(f"{api}/")
+                expect(page.locator("#job")).to_have_value(redis_job)
+                expect(page.locator("#workers tbody tr")).to_have_count(2)  # the fleet, from either one
+                page.get_by_label("API key").fill(KEY)
+                page.get_by_role("button", name="Use key").click()
+                pages.append(page)
+            first, second = pages
+
+            # Pause on the first worker's page holds both workers; the second's page says so.
+            first.get_by_role("button", name="Pause").click()
+            expect(second.locator("#control")).to_have_text("paused")
+            time.sleep(1.5)  # both workers see the pause and end the downloads they had in flight
+            held = crawl.hits()
+            time.sleep(2.0)
+            assert crawl.hits() == held, "a worker went on crawling while the job was paused"
+
+            # Resume on the second worker's page: the job goes on, the first's page says so.
+            second.get_by_role("button", name="Resume").click()
+            expect(first.locator("#control")).to_have_text("running")
+            _wait("the crawl to go on after Resume", lambda: crawl.hits() > held + 20)
+            for page in pages:
+                expect(page.locator("#workers tbody tr", has_text="active")).to_have_count(2)
             assert errors == []
         finally:
             browser.close()
