@@ -9,10 +9,12 @@ the job's control says `paused`), Resume lets it go on, Stop ends the run as `st
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pathlib
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -82,8 +84,9 @@ class Site:
 class Crawl:
     """A crawl of the slow site by one or more workers in a portal thread (the test drives a browser).
 
-    Each worker has its own registry and admin server (`apis`, writes keyed); the first worker's registry
-    has two more servers: `keyless` (no key configured) and `locked` (reads keyed too).
+    Each worker serves its admin API as a user would start it (`builder.api(...)`, writes keyed): `apis`.
+    Two more servers read the first worker's registry: `keyless` (no key configured) and `locked` (reads
+    keyed too).
     """
 
     def __init__(self, job: str, site: Site, apis: list[str], keyless: str, locked: str) -> None:
@@ -126,11 +129,11 @@ def crawling(*settings: str, job: str = JOB, workers: int = 1) -> Iterator[Crawl
             return stack.enter_context(portal.wrap_async_context_manager(manager))
 
         site_url = enter(LocalServer(fallback=site.page).running())
-        apis = [enter(serving(admin(r, AdminSettings(keys=[KEY])), "0")).url for r in registries]
+        apis = [f"http://127.0.0.1:{_free_port()}" for _ in registries]
         keyless = enter(serving(admin(registries[0], AdminSettings()), "0")).url
         locked = enter(serving(admin(registries[0], AdminSettings(keys=[KEY], read_keys=True)), "0")).url
         run = Crawl(job, site, apis, keyless, locked)
-        for registry in registries:
+        for registry, api in zip(registries, apis, strict=True):
             builder = (
                 Mocra.builder()
                 .set(
@@ -141,12 +144,16 @@ def crawling(*settings: str, job: str = JOB, workers: int = 1) -> Iterator[Crawl
                     "retry.max_retries=1",
                     "retry.base=0.01",
                     "retry.max_delay=0.05",
+                    f'admin.keys=["{KEY}"]',
                     *settings,
                 )
                 .registry(registry)
+                .api(api.removeprefix("http://"))
                 .spider(TreeSpider(f"{site_url}/p/0"))
             )
             run.results.append(portal.start_task_soon(builder.run_async))
+        for api in apis:
+            _wait(f"the admin API on {api}", functools.partial(_answers, api))
         try:
             yield run
         finally:
@@ -160,6 +167,19 @@ def crawling(*settings: str, job: str = JOB, workers: int = 1) -> Iterator[Crawl
 def crawl() -> Iterator[Crawl]:
     with crawling() as run:
         yield run
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(api: str) -> bool:
+    try:
+        return httpx.get(f"{api}/health", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def _wait(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -237,15 +257,15 @@ def test_the_dashboard_follows_pauses_resumes_and_stops_a_crawl(crawl: Crawl, tm
                 shutil.copyfile(tmp_path / "dashboard.png", SCREENSHOT)
             assert errors == []
 
-            # Stop (confirmed in a dialog): the run ends as stopped, and the page says so.
+            # Stop (confirmed in a dialog): the run ends as stopped (its server with it).
             page.once("dialog", lambda dialog: dialog.accept())
             page.get_by_role("button", name="Stop").click()
+            expect(page.locator("#control")).to_have_text("stopping")
+            expect(page.get_by_role("button", name="Pause")).to_be_disabled()
+            assert errors == []
             result = crawl.result.result(timeout=30)
             assert result.reason == "stopped"
             assert 0 < result.stats.responses < PAGES
-            expect(page.locator("#state")).to_have_text("stopped")
-            expect(page.get_by_role("button", name="Pause")).to_be_disabled()
-            assert errors == []
         finally:
             browser.close()
 
