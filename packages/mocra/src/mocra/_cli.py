@@ -1,8 +1,9 @@
-"""The `mocra` command line: `run`, `demo`, `dlq`, `status`, `cluster`, `store`, `version`."""
+"""The `mocra` command line: `run`, `serve`, `demo`, `dlq`, `status`, `cluster`, `store`, `version`."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from importlib import metadata
@@ -12,7 +13,8 @@ from mocra_core import MocraError
 
 from ._job_queues import add_job_arguments
 from ._progress import ProgressLine
-from ._run import load_spiders, make_sinks, print_summary
+from ._run import load_spiders, print_summary
+from ._serve import add_api_argument, add_serve_command
 from ._store_cli import add_store_commands
 
 if TYPE_CHECKING:
@@ -44,8 +46,7 @@ def _cmd_version(_: argparse.Namespace) -> int:
     return 0
 
 
-def _builder(args: argparse.Namespace) -> object:
-    from mocra_core import Mocra
+def _settings(args: argparse.Namespace) -> Settings:
     from mocra_core.config import load
 
     flags = [  # the options that stand for a setting; an error names the option
@@ -58,27 +59,33 @@ def _builder(args: argparse.Namespace) -> object:
         )
         if value
     ]
-    builder = Mocra.builder()  # file, then MOCRA_* variables, then -s, then the options, validated once
-    builder.settings(load(args.config, overrides=args.set, flags=flags))
-    if getattr(args, "cluster", False):
-        from mocra_core.engine import cluster_from_env
-
-        builder.cluster(cluster_from_env())  # MOCRA_NODE_ID, MOCRA_CLUSTER_ADDR, MOCRA_DATA_DIR, …
-    return builder
+    return load(args.config, overrides=args.set, flags=flags)  # file, MOCRA_*, -s, options; checked once
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from mocra_core import MocraBuilder
+    from mocra_core.engine import job_builder
 
-    builder = _builder(args)
-    assert isinstance(builder, MocraBuilder)
+    from ._serve import job_sinks
+
+    settings = _settings(args)
     spiders = load_spiders(args.path, names=args.spider)
     key = [field for text in args.key for field in text.split(",") if field]
-    sink = make_sinks(args.output, append=_continues(builder.build_settings()), table=args.table, key=key)
-    for spider in spiders:
-        builder.module(spider, sink)
+    outputs = functools.partial(job_sinks, args.output, table=args.table, key=key, continues=_continues)
+    builder = job_builder(spiders, settings=settings, sink=outputs(per_job=False))
+    if args.cluster:
+        from mocra_core.engine import cluster_from_env
+
+        builder.cluster(cluster_from_env())  # MOCRA_NODE_ID, MOCRA_CLUSTER_ADDR, MOCRA_DATA_DIR, …
     progress = ProgressLine(sys.stderr)
-    result = builder.run(progress=progress.update)
+    if args.api is None:
+        result = builder.run(progress=progress.update)
+    else:
+        from ._serve import run_with_api
+
+        others = outputs(per_job=True)  # jobs started through the API: one file each
+        result = run_with_api(
+            builder, spiders, settings=settings, sink=others, address=args.api, progress=progress
+        )
     progress.finish(result.stats)
     print_summary(result, sys.stdout, output=args.output)
     code = _EXIT_CODES.get(result.reason, 0)
@@ -216,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run as a cluster node (no Redis): MOCRA_NODE_ID, MOCRA_CLUSTER_ADDR, MOCRA_DATA_DIR, "
         "MOCRA_SEEDS, MOCRA_CLUSTER_PASSWORD",
     )
+    add_api_argument(run, default=None)
     run.set_defaults(func=_cmd_run)
 
     demo = commands.add_parser("demo", help="crawl the bundled offline demo bookshop")
@@ -261,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.set_defaults(func=_cmd_cluster)
 
     add_store_commands(commands)
+    add_serve_command(commands)
 
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")
     version.set_defaults(func=_cmd_version)
