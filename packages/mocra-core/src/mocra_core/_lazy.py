@@ -1,4 +1,4 @@
-"""`load_optional`: what a package's `__getattr__` returns for a name whose module needs an extra."""
+"""`load_optional` and `require_extra`: code whose modules need an extra, loaded when first used."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ._errors import MissingExtra
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ("load_optional",)
+__all__ = ("load_optional", "require_extra")
 
 _BACKENDS = f"{__package__}.backends."
 
@@ -50,3 +50,27 @@ def load_optional(package: str, lazy: Mapping[str, tuple[str, str, str]], name: 
         found.__module__ = package
     setattr(sys.modules[package], name, found)
     return found
+
+
+def require_extra(package: str, extra: str, what: str) -> None:
+    """Import `package` (a subsystem an extra installs), or say which extra `what` needs.
+
+    Call it before `from <package> import ...` in the function that needs the package: the import then
+    cannot fail for want of the extra, and an error inside the package is not mistaken for its absence.
+
+    Raises:
+        MissingExtra: `package` is not installed (`pip install 'mocra[<extra>]'`).
+
+    Example:
+        >>> require_extra("mocra_core", "core", "this example")
+        >>> require_extra("mocra_absent", "absent", "a feature")
+        Traceback (most recent call last):
+        ...
+        mocra_core._errors.MissingExtra: a feature needs: pip install 'mocra[absent]'
+    """
+    try:
+        importlib.import_module(package)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != package:
+            raise
+        raise MissingExtra(extra, what) from None

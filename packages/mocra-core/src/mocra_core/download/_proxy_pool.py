@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from .._errors import MissingExtra
+from .._lazy import require_extra
 from ._proxy_route import POOL, PoolRoute, ProxyRoute
 
 if TYPE_CHECKING:
@@ -27,12 +27,9 @@ def pool_config(data: Mapping[str, Any], *, label: str = POOL) -> ProxyPoolConfi
         ValueError: `<label>: <key path>: <problem>` (a settings check: the loader prefixes `proxy.`).
         MissingExtra: mocra-proxy is not installed.
     """
-    try:
-        from mocra_proxy import ProxyConfigError, ProxyPoolConfig
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "mocra_proxy":
-            raise
-        raise MissingExtra("proxy", f"a proxy pool ([proxy.{label}])") from None
+    require_extra("mocra_proxy", "proxy", f"a proxy pool ([proxy.{label}])")
+    from mocra_proxy import ProxyConfigError, ProxyPoolConfig
+
     try:
         return ProxyPoolConfig.from_mapping(data, source=label)
     except ProxyConfigError as exc:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from .._errors import BackendUnavailable, ConfigError, MissingExtra, redact
+from .._errors import BackendUnavailable, ConfigError, redact
+from .._lazy import require_extra
 
 if TYPE_CHECKING:
     import pathlib
@@ -107,12 +108,9 @@ class StoreAdmin(Protocol):
 
 
 def _store_package(what: str) -> ModuleType:
-    try:
-        import mocra_store
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "mocra_store":
-            raise
-        raise MissingExtra("store", what) from None
+    require_extra("mocra_store", "store", what)
+    import mocra_store
+
     return mocra_store
 
 

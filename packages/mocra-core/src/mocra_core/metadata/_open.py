@@ -8,7 +8,8 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from .._errors import BackendUnavailable, ConfigError, MissingExtra, redact
+from .._errors import BackendUnavailable, ConfigError, redact
+from .._lazy import require_extra
 from ._code import CodeSource
 
 if TYPE_CHECKING:
@@ -38,12 +39,9 @@ async def open_metadata(
     if url is None:
         yield CodeSource(modules), None
         return
-    try:
-        from mocra_store import Store, StoreError, StoreNotMigrated, StoreUnavailable
-    except ModuleNotFoundError as exc:
-        if exc.name is None or exc.name.partition(".")[0] != "mocra_store":
-            raise
-        raise MissingExtra("store", f"a store ({redact(url)})") from None
+    require_extra("mocra_store", "store", f"a store ({redact(url)})")
+    from mocra_store import Store, StoreError, StoreNotMigrated, StoreUnavailable
+
     try:
         store = Store(url)
         await store.connect()
