@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
 
-from mocra_core import ConfigError, Ctx, MocraBuilder, Request, Response, Seeds, Spider
+from mocra_core import ConfigError, Ctx, MocraBuilder, Request, Response, Seeds
 from mocra_core.config import Settings
 from mocra_core.testing import LocalServer, ServerResponse
 from mocra_proxy.testing import ForwardProxy
 
+from .proxy_helpers import Fetch, closed_port, running
+
 pytestmark = pytest.mark.anyio
-
-
-class Fetch(Spider[None]):
-    """Fetches its start URLs and emits nothing."""
-
-    name = "fetch"
-
-    def __init__(self, *start: str) -> None:
-        self.start_urls = start  # type: ignore[misc]
-
-    async def parse(self, response: Response, ctx: Ctx[None]) -> None:
-        return None
 
 
 class Residential(Fetch):
@@ -39,20 +26,8 @@ class Plain(Fetch):
     proxy = "direct"
 
 
-@asynccontextmanager
-async def running(*proxies: ForwardProxy) -> AsyncIterator[list[str]]:
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(proxy.running()) for proxy in proxies]
-
-
 def static(key: str, *urls: str) -> str:
     return f'{key}.sources=[{{type = "static", urls = {json.dumps(list(urls))}}}]'
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_each_spider_goes_through_the_pool_it_names(builder: MocraBuilder, server: LocalServer) -> None:

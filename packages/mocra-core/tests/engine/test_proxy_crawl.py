@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import socket
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
 
-from mocra_core import ConfigError, Ctx, MocraBuilder, Response, Spider
+from mocra_core import ConfigError, MocraBuilder
 from mocra_core.config import QueueSettings, Settings
 from mocra_core.download import HttpxDownloader, ProxyRoute
 from mocra_core.engine._plan import BackendPlan
@@ -19,25 +16,9 @@ from mocra_core.testing import LocalServer, ServerResponse
 from mocra_proxy import Proxy, RedisState
 from mocra_proxy.testing import ForwardProxy
 
+from .proxy_helpers import Fetch, closed_port, running
+
 pytestmark = pytest.mark.anyio
-
-
-class Fetch(Spider[None]):
-    """Fetches its start URLs and emits nothing."""
-
-    name = "fetch"
-
-    def __init__(self, *start: str) -> None:
-        self.start_urls = start  # type: ignore[misc]
-
-    async def parse(self, response: Response, ctx: Ctx[None]) -> None:
-        return None
-
-
-@asynccontextmanager
-async def running(*proxies: ForwardProxy) -> AsyncIterator[list[str]]:
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(proxy.running()) for proxy in proxies]
 
 
 def pool(*urls: str) -> tuple[str, str]:
@@ -46,12 +27,6 @@ def pool(*urls: str) -> tuple[str, str]:
         f'proxy.pool.sources=[{{type = "static", urls = {json.dumps(list(urls))}}}]',
         'proxy.pool.policy={name = "round_robin"}',
     )
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def paths(n: int) -> list[str]:
