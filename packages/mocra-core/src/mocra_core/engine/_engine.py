@@ -10,6 +10,7 @@ import functools
 import logging
 import os
 import socket
+from collections import Counter
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -323,6 +324,7 @@ class Engine:
         self._modules = (await plan_work(self._modules, source)).modules
         if log is None:
             return None
+        self._stats.pages_by_run = Counter()
         return RunRecorder(log, self._modules, job=job, worker=f"{socket.gethostname()}:{os.getpid()}")
 
     async def _wire(

@@ -85,7 +85,8 @@ class RunRecorder:
         }
         status = run_status(reason)
         for run, record in self._started.items():
-            summary = {"pages": stats.pages_by_run.get(run, 0), "reason": reason, "crawl": crawl}
+            pages = stats.pages_by_run.get(run, 0) if stats.pages_by_run is not None else None
+            summary = {"pages": pages, "reason": reason, "crawl": crawl}
             try:
                 await self._log.run_finished(record, status=status, stats=summary, error=error)
             except Exception as exc:

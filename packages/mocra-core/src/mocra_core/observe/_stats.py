@@ -143,7 +143,7 @@ class Stats:
         self.domains: Counter[str] = Counter()
         self.offsite_hosts: Counter[str] = Counter()
         self.proxy_failures: Counter[str] = Counter()
-        self.pages_by_run: Counter[str | None] = Counter()  # responses by module run (run records)
+        self.pages_by_run: Counter[str | None] | None = None  # responses by module run, when recorded
         self.concurrency = 0  # the autoscaler's latest number of downloads at once; 0: autoscaling is off
         self.latency = LatencyHistogram()
         self._earlier = StatsSnapshot(runs=0)

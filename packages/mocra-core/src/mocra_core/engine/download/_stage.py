@@ -289,7 +289,8 @@ class DownloadStage:
         if self._throttle is not None:
             self._throttle.observe(domain, response.elapsed, response.status)
         self._stats.response(domain, response.status, len(response.body), response.elapsed)
-        self._stats.pages_by_run[routing.run] += 1
+        if (by_run := self._stats.pages_by_run) is not None:  # a store records its runs
+            by_run[routing.run] += 1
         if response.status in module.relogin_on and self._logins.invalidate(
             module, routing.account, generation
         ):
