@@ -27,13 +27,16 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import httpx
+import msgspec
 import pytest
 
 from mocra_core import CrawlResult, Ctx, Mocra, Response, Spider
 from mocra_core.admin import AdminContext, serving
 from mocra_core.config import AdminSettings
-from mocra_core.control import JobRegistry
+from mocra_core.control import ClusterNode, JobRegistry, JobSnapshot, WorkerInfo
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
+
+from .fake_jobs import FakeView  # type: ignore[import-not-found]
 
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 STATIC = pathlib.Path(__file__).parents[2] / "src" / "mocra_core" / "admin" / "static"
@@ -323,6 +326,70 @@ def test_any_workers_dashboard_shows_and_steers_the_whole_job(redis_job: str) ->
             _wait("the crawl to go on after Resume", lambda: crawl.hits() > held + 20)
             for page in pages:
                 expect(page.locator("#workers tbody tr", has_text="active")).to_have_count(2)
+            assert errors == []
+        finally:
+            browser.close()
+
+
+class ClusterJob(FakeView):  # type: ignore[misc]
+    """A job of a three-node cluster with two live workers (the admin tests' fake view, with a fleet)."""
+
+    async def snapshot(self) -> JobSnapshot:
+        now = time.time()
+        self.stats.response("127.0.0.1", 200, 2048, 0.02)
+        workers = [
+            WorkerInfo(id=f"n{i}:1", host=f"n{i}", pid=100 + i, started=now - 60, seen=now, state="active")
+            for i in (1, 2)
+        ]
+        nodes = [
+            ClusterNode(id="n1", role="leader", term=4, heartbeat=now, partitions=[0, 1]),
+            ClusterNode(id="n2", role="follower", term=4, heartbeat=now, partitions=[2]),
+            ClusterNode(id="n3", role="follower", term=4, heartbeat=now - 1, partitions=[]),
+        ]
+        base: JobSnapshot = await super().snapshot()
+        return msgspec.structs.replace(base, workers=workers, cluster=nodes)
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason=f"needs Debian's chromium at {CHROMIUM} (.ci/run installs it)"
+)
+def test_a_cluster_job_shows_its_nodes_and_its_dead_letters_can_be_replayed() -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=10_000)
+    view = ClusterJob("fleet")
+    registry = JobRegistry()
+    registry.add(view)
+    settings = AdminSettings(keys=[KEY])
+    context = AdminContext(jobs=registry, readiness=lambda: (True, "active"), settings=settings)
+    errors: list[str] = []
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(serving(context, "0")) as server,
+        sync_playwright() as playwright,
+    ):
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{server.url}/")
+            expect(page.locator("#cluster-section")).to_be_visible()
+            expect(page.locator("#cluster tbody tr")).to_have_count(3)
+            expect(page.locator("#cluster tbody tr").first).to_contain_text("leader")
+            expect(page.locator("#cluster tbody tr").first).to_contain_text("0, 1")
+            expect(page.locator("#workers tbody tr")).to_have_count(2)
+            expect(page.locator("#workers-total")).to_have_text("2")
+
+            expect(page.locator("#dlq tbody tr")).to_have_count(3)
+            page.get_by_label("Stage").select_option("request")
+            page.get_by_label("API key").fill(KEY)
+            page.get_by_role("button", name="Use key").click()
+            page.get_by_role("button", name="Replay").click()
+            expect(page.locator("#message")).to_contain_text("Replay: 3 dead letter(s) of fleet went back")
+            expect(page.locator("#dlq tbody")).to_have_text("no dead letters")
+            expect(page.get_by_role("button", name="Replay")).to_be_disabled()
+            assert view.letters == []
             assert errors == []
         finally:
             browser.close()
