@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queue", help="shared queue URL (redis://…, nats://…, kafka://…); default: in memory")
     ap.add_argument("--job", help="job name shared by the workers of one crawl")
     ap.add_argument("--coordination", help="coordination store URL, e.g. redis://127.0.0.1:6379/13")
+    ap.add_argument("--api", metavar="HOST:PORT", help="serve the admin API during the crawl")
     args = ap.parse_args(argv)
     shared = [
         f"{key}={value}"
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
 
     spider = BenchSpider(args.base)
-    result = (
+    builder = (
         Mocra.builder()
         .spider(spider, JsonlSink(args.out))
         .set(
@@ -110,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             *shared,
             *args.set,
         )
-        .run()
     )
+    if args.api:
+        builder.api(args.api)
+    result = builder.run()
     t_end = time.monotonic()
     stats = result.stats
     elapsed = stats.elapsed
