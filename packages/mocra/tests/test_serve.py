@@ -195,6 +195,7 @@ def test_run_with_api_is_steered_over_http(tmp_path: pathlib.Path) -> None:
                 while api.get("/ready").status_code != 200 or site.hits.total() < 5:
                     assert time.monotonic() < deadline
                     time.sleep(0.05)
+                assert api.get("/ready").json() == {"state": "active"}  # the run's engine
                 refused = api.post("/api/v1/jobs/tree/stop")
                 stopped = api.post("/api/v1/jobs/tree/stop", headers={"X-API-Key": KEY})
             out, err = child.communicate(timeout=60)

@@ -69,6 +69,7 @@ class JobNode:
         self._group: TaskGroup | None = None
         self._running: dict[str, Engine] = {}
         self._draining = False
+        self._first: Engine | None = None
         self._changed = anyio.Event()
         self.results: dict[str, CrawlResult | BaseException] = {}
         """How each job that ran here ended: its result, or the error it failed with."""
@@ -78,7 +79,15 @@ class JobNode:
         return sorted(self._spiders)
 
     def readiness(self) -> tuple[bool, str]:
-        """`/ready`: `idle` or `active` (ready for jobs), `draining` (not) after Ctrl-C."""
+        """`/ready`: whether the node is ready, and its state.
+
+        A node running a first job (`mocra run --api`, `builder.api()`) is that job's engine: ready when
+        `ready` or `active`. A node waiting for jobs (`mocra serve`) is `idle` or `active` (ready), and
+        `draining` (not) after Ctrl-C.
+        """
+        if self._first is not None:
+            state = self._first.state
+            return state in ("ready", "active"), state
         if self._draining:
             return False, "draining"
         return True, "active" if self._running else "idle"
@@ -109,7 +118,11 @@ class JobNode:
         return await self.launch(builder)
 
     async def launch(
-        self, builder: MocraBuilder, *, progress: Callable[[Progress], Any] | None = None
+        self,
+        builder: MocraBuilder,
+        *,
+        progress: Callable[[Progress], Any] | None = None,
+        first: bool = False,
     ) -> str:
         """Run `builder`'s job on this node; returns its name once its engine is ready (or raises)."""
         if self._group is None or self._draining:
@@ -118,6 +131,8 @@ class JobNode:
         if name in self._running:
             raise ConfigError("job", f"{name!r} is running on this node; give the new run another name")
         engine = builder.registry(self.registry).build()
+        if first:
+            self._first = engine
         self._running[name] = engine
         self._notify()
         events = engine.events()  # open until the run ends (a subscriber leaving early is not closed)
@@ -220,7 +235,7 @@ class JobNode:
                 self._group = group
                 if handle_signals:
                     group.start_soon(self._watch_signals, group.cancel_scope)
-                name = None if first is None else await self.launch(first, progress=progress)
+                name = None if first is None else await self.launch(first, progress=progress, first=True)
                 await self._settled(until_idle=until_idle)
                 group.cancel_scope.cancel()  # the signal watcher
             self._group = None
