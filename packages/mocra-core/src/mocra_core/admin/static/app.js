@@ -261,7 +261,7 @@ function wire() {
     const key = $("key").value.trim();
     apiKey.set(key);
     $("key").value = "";
-    $("key").placeholder = key ? "key set for this tab" : "for pause, resume, stop, replay";
+    $("key").placeholder = key ? "key set for this tab" : "needed to steer the job";
     say(key ? "API key set for this tab." : "");
     const waiting = pending;
     pending = null;
@@ -271,7 +271,7 @@ function wire() {
   });
   $("key-forget").addEventListener("click", () => {
     apiKey.set("");
-    $("key").placeholder = "for pause, resume, stop, replay";
+    $("key").placeholder = "needed to steer the job";
     say("API key forgotten.");
   });
   if (apiKey.get()) $("key").placeholder = "key set for this tab";
