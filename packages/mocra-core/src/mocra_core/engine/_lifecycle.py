@@ -136,6 +136,7 @@ class Lifecycle:
             try:
                 stream.send_nowait(change)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):  # the subscriber left
+                stream.close()  # our end too: an unclosed stream warns when collected
                 self._subscribers.remove(stream)
         if part == ENGINE and new in FINAL:
             self.close()
