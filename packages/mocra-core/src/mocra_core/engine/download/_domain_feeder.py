@@ -175,7 +175,7 @@ class DomainFeeder(Generic[T]):
                     self._idle.wake_all()
                     self._timer_event.set()
         finally:
-            await self._give_all_back(queues)
+            await _give_all_back(queues, self._new, self._return_())
 
     # ------------------------------------------------------------------ leasing
 
@@ -183,7 +183,7 @@ class DomainFeeder(Generic[T]):
         queues = self._queues_()
         while not self._stopping:
             if self._hold.held:  # paused (a flag check while running)
-                await self._hold_on()
+                await _hold_on(self._hold, self._new, self._return_())
                 continue
             want, until = self._pace.want(queues, waiting=self._idle.waiting, unprepared=bool(self._new))
             if want <= 0:
@@ -211,15 +211,6 @@ class DomainFeeder(Generic[T]):
             self._pace.leased(queues, len(deliveries))
             self._new.extend(deliveries)
             self._idle.wake(len(deliveries))
-
-    async def _hold_on(self) -> None:
-        """Paused: lease nothing; hand back what is leased and unprepared (parked ones: swept as always)."""
-        left = list(self._new)
-        self._new.clear()
-        if left:
-            await self._return_().send_all(left, "paused")
-        with anyio.move_on_after(1.0):
-            await self._hold.wait()
 
     # ------------------------------------------------------------------ workers
 
@@ -373,20 +364,6 @@ class DomainFeeder(Generic[T]):
                 self._outage.failed(exc, f"handing a {self._topic!r} message back")
         self._changed.set()
 
-    async def _give_all_back(self, queues: DomainQueues[T]) -> None:
-        """Send back at once all that is still leased here: unprepared, parked, about to go back."""
-        entries, permits = queues.drain()
-        left = [*self._new, *(entry.delivery for entry in entries)]
-        left += [entry.delivery for entry, _, _ in queues.returns]
-        self._new.clear()
-        queues.returns.clear()
-
-        async def abandon() -> None:
-            for permit in permits:
-                await permit.abandon()
-
-        await self._return_().send_all(left, "worker stopped", first=abandon if permits else None)
-
     def _is_closed(self) -> bool:
         return self._closed
 
@@ -397,3 +374,27 @@ class DomainFeeder(Generic[T]):
     def _return_(self) -> LeaseReturn:
         assert self._return is not None
         return self._return
+
+
+async def _give_all_back(queues: DomainQueues[T], new: deque[Delivery], back: LeaseReturn) -> None:
+    """Send back at once all that is still leased here: unprepared (`new`), parked, about to go back."""
+    entries, permits = queues.drain()
+    left = [*new, *(entry.delivery for entry in entries)]
+    left += [entry.delivery for entry, _, _ in queues.returns]
+    new.clear()
+    queues.returns.clear()
+
+    async def abandon() -> None:
+        for permit in permits:
+            await permit.abandon()
+
+    await back.send_all(left, "worker stopped", first=abandon if permits else None)
+
+
+async def _hold_on(hold: Hold, new: deque[Delivery], back: LeaseReturn) -> None:
+    """Paused: hand back what is leased and unprepared (parked ones: swept as always); wait 1 s at most."""
+    left = list(new)
+    new.clear()
+    await back.send_all(left, "paused")
+    with anyio.move_on_after(1.0):
+        await hold.wait()
