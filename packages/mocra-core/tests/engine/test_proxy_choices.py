@@ -201,3 +201,31 @@ async def test_a_requests_proxy_url_is_honoured_without_proxy_settings(
         result = await builder.spider(MetaUrl(server.url("/a"), url)).run_async()
     assert result.ok, result.failures
     assert [seen.target for seen in fixed.seen] == [server.url("/a")]  # once sent directly, ignoring meta
+
+
+async def test_the_runs_view_shows_each_pools_counts_and_metrics_render_them(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from mocra_core.control import JobRegistry
+    from mocra_core.observe import scrape
+
+    server.route("/a", ServerResponse(body="a"))
+    one, two = ForwardProxy(), ForwardProxy()
+    registry = JobRegistry()
+    async with running(one, two) as [one_url, two_url]:
+        overrides = (static("proxy.pool", one_url), static("proxy.pools.residential", two_url))
+        result = await builder.set(*overrides).registry(registry).spider(Fetch(server.url("/a"))).run_async()
+    assert result.ok, result.failures
+    (view,) = registry.views()
+    pools = view.proxy_pools()  # type: ignore[attr-defined]
+    assert sorted(pools) == ["pool", "residential"]
+    assert pools["pool"].proxies == 1
+    text = (await scrape(registry.views())).decode()
+    samples = {
+        (sample.name, sample.labels.get("pool"))
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    assert ("mocra_proxy_pool_proxies", "residential") in samples

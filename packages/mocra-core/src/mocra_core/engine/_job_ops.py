@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..control import Hold
+    from ..download import ProxyRoute
     from ..observe import Stats
     from ._activity import ActivityQueue
     from ._backends import Backends
@@ -52,6 +53,7 @@ class JobOps:
         topics: Sequence[str],
         state: Callable[[], str],
         on_stop: Callable[[], None],
+        proxies: ProxyRoute | None = None,
     ) -> JobOps:
         """Read the job's control keys (a paused job holds this worker at once) and make the view.
 
@@ -73,6 +75,7 @@ class JobOps:
             workers=workers,
             shared=plan.shared,
             plane=backends.plane,
+            proxies=proxies,
         )
         worker = new_worker_id()
         describe = functools.partial(_describe, worker, time.time(), state, stats)

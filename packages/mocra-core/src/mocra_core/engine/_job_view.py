@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from ..control import JobControl, WorkerRegistry
     from ..coordination import Coordination
+    from ..download import ProxyRoute
     from ..observe import Stats
     from ._activity import ActivityQueue
     from ._engine import CrawlResult
@@ -61,6 +62,7 @@ class EngineJobView:
         workers: The job's heartbeats.
         shared: Whether the job's counts are in `coordination` (workers share it).
         plane: The cluster's control plane, or None.
+        proxies: The run's proxy route, whose pools' counts `proxy_pools` shows, or None.
     """
 
     def __init__(
@@ -76,8 +78,10 @@ class EngineJobView:
         workers: WorkerRegistry,
         shared: bool,
         plane: ControlPlane | None = None,
+        proxies: ProxyRoute | None = None,
     ) -> None:
         self._job = job
+        self._proxies = proxies
         self._state = state
         self._stats = stats
         self._queue: ActivityQueue | None = queue
@@ -102,6 +106,16 @@ class EngineJobView:
     def stats(self) -> Stats:
         """This worker's live counters of its run."""
         return self._stats
+
+    def proxy_pools(self) -> dict[str, Any]:
+        """Each proxy pool's counts now (`mocra_proxy.PoolStats`), by name (pools without `stats()`: none)."""
+        if self._proxies is None:
+            return {}
+        return {
+            name: pool.leaser.stats()  # type: ignore[attr-defined]  # checked just below
+            for name, pool in self._proxies.pools.items()
+            if callable(getattr(pool.leaser, "stats", None))
+        }
 
     @property
     def ended(self) -> str | None:

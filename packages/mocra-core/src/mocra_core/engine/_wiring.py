@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..config import Settings, SinkSettings
     from ..control import Hold
     from ..coordination import Coordination, Ownership
-    from ..download import Downloader, DownloadSettings
+    from ..download import Downloader, DownloadSettings, ProxyRoute
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule, CronEntry, Task
     from ..observe import Stats
@@ -79,6 +79,7 @@ class Stages:
     router: TaskRouter
     outage: Outage
     pace: Pace = Pace()
+    proxies: ProxyRoute | None = None
 
 
 class Crons:
@@ -137,7 +138,7 @@ class Wiring:
         """Build the stages on `queue` (the backends' queue, counted); the gated limiter enters `stack`."""
         settings, stats, ownership = self._settings, self._stats, self._ownership
         crawl = settings.crawl
-        await route_proxies(stack, settings, downloaders, backends.plan, self._modules, stats)
+        proxies = await route_proxies(stack, settings, downloaders, backends.plan, self._modules, stats)
         frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
         modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
@@ -199,7 +200,13 @@ class Wiring:
             hold=self._hold,
         )
         return Stages(
-            generate=generate, download=download, parse=parse, router=router, outage=outage, pace=pace
+            generate=generate,
+            download=download,
+            parse=parse,
+            router=router,
+            outage=outage,
+            pace=pace,
+            proxies=proxies,
         )
 
     def crons(
@@ -252,7 +259,7 @@ async def route_proxies(
     plan: BackendPlan,
     modules: Mapping[str, CompiledModule],
     stats: Stats,
-) -> None:
+) -> ProxyRoute:
     """Open the `[proxy]` route (its pools enter `stack`) for built-in downloaders without their own.
 
     Proxy failures are counted in `stats.proxy_failures`; a module's `proxy` naming no pool stops the run.
@@ -283,6 +290,7 @@ async def route_proxies(
             downloader.route_proxies(route)
     if route.url is not None or route.pools:
         logger.info("proxies: %r", route)
+    return route
 
 
 def proxy_state_url(state: str, plan: BackendPlan) -> str | None:
