@@ -42,3 +42,15 @@ async def test_dead_letters_counted_by_the_run_match_the_dead_letter_queue(
     assert result.stats.dead_lettered == 2  # the queue's own dead letter (at max_attempts) counts too
     assert result.stats.errors == 1  # the parse that raised; a server answering 503 is no error of ours
     assert result.stats.items == 1
+
+
+async def test_errors_are_counted_by_kind_and_no_download_is_left_in_flight(
+    builder: MocraBuilder, server: LocalServer
+) -> None:
+    server.route("/ok", ServerResponse(body=b"fine"))
+    server.route("/bad", ServerResponse(body=b"broken"))
+    engine = builder.spider(Pages(server.url("/ok"), server.url("/bad"))).build()
+    result = await engine.run()
+    assert result.stats.errors == 1
+    assert dict(engine.stats.errors_by_kind) == {"parse": 1}
+    assert engine.stats.in_flight == 0 and engine.stats.requests == 2

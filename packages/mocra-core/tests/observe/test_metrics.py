@@ -350,4 +350,14 @@ async def test_downloads_in_flight_when_the_stats_count_them() -> None:
     stats.in_flight = 7
     m = await scraped([StatsView("shop", stats)])
     assert value(m, "mocra_downloads_in_flight") == 7
-    assert "mocra_downloads_in_flight" not in await scraped([StatsView("shop", Stats())])
+    assert value(await scraped([StatsView("shop", Stats())]), "mocra_downloads_in_flight") == 0
+
+
+async def test_a_workers_errors_by_kind() -> None:
+    stats = Stats()
+    stats.error("parse")
+    stats.error("parse")
+    stats.error("sink")
+    m = await scraped([StatsView("shop", stats)])
+    assert value(m, "mocra_worker_errors_total", kind="parse") == 2
+    assert value(m, "mocra_worker_errors_total", kind="sink") == 1

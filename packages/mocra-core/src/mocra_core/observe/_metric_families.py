@@ -125,6 +125,15 @@ def families(samples: Iterable[JobSample]) -> list[Metric]:
                 [job], sample.in_flight
             )
         _pools(made, job, sample.pools)
+        if sample.errors_by_kind:
+            kinds = made.counter(
+                "mocra_worker_errors",
+                "The answering worker's failures of code in its run, by kind (parse, generate, sitemap, "
+                "sink, download, reported).",
+                "kind",
+            )
+            for kind, count in sorted(sample.errors_by_kind.items()):
+                kinds.add_metric([job, kind], count)
     return list(made.made.values())
 
 

@@ -115,6 +115,7 @@ class JobSample:
         latency_sum: The sum of those latencies in seconds (estimated from their buckets, within ~2.3 %).
         in_flight: Downloads running now on the answering worker, when its `Stats` counts them.
         pools: The run's proxy pools by name, when it has any.
+        errors_by_kind: The answering worker's failures of code by kind (`parse`, `sink`, ...).
     """
 
     job: str
@@ -123,6 +124,7 @@ class JobSample:
     latency_sum: float = 0.0
     in_flight: int | None = None
     pools: Mapping[str, PoolCounts] = field(default_factory=dict)
+    errors_by_kind: Mapping[str, int] = field(default_factory=dict)
 
 
 def latency_buckets(
@@ -187,6 +189,7 @@ async def take_sample(view: JobView, *, job_timeout: float = 5.0) -> JobSample:
         latency_sum=latency_sum,
         in_flight=_in_flight(stats),
         pools=pools,
+        errors_by_kind=dict(getattr(stats, "errors_by_kind", {})),
     )
 
 

@@ -110,8 +110,10 @@ class Stats:
     - `bytes`: body bytes received, after decoding, including those of a body cut at
       `download.max_body_bytes`.
     - `errors`: failures of code: a callback, middleware, sink or downloader that raised, and `ctx.error`
-      reports. A server's error status is not one (see `status`); a failure usually dead-letters its
-      message too, and is counted in both.
+      reports; `errors_by_kind` splits them (`parse`, `generate`, `sitemap`, `sink`, `download`,
+      `reported`: a `ctx.error`). A server's error status is not one (see `status`); a failure usually
+      dead-letters its message too, and is counted in both.
+    - `in_flight`: downloads running now (a gauge, not a count).
     - `dead_lettered`: messages this run sent to a dead-letter queue, by any stage or by the queue itself
       when their attempts ran out (`queue.max_attempts`).
     - `dropped`: requests and items left out on purpose, by reason (duplicate, robots, max_depth, ...).
@@ -144,6 +146,8 @@ class Stats:
         self.offsite_hosts: Counter[str] = Counter()
         self.proxy_failures: Counter[str] = Counter()
         self.pages_by_run: Counter[str | None] | None = None  # responses by module run, when recorded
+        self.errors_by_kind: Counter[str] = Counter()
+        self.in_flight = 0  # downloads running now
         self.concurrency = 0  # the autoscaler's latest number of downloads at once; 0: autoscaling is off
         self.latency = LatencyHistogram()
         self._earlier = StatsSnapshot(runs=0)
@@ -155,6 +159,18 @@ class Stats:
         self.domains[domain] += 1
         self.bytes += size
         self.latency.record(elapsed)
+
+    def error(self, kind: str) -> None:
+        """Count a failure of code of `kind` (`parse`, `generate`, `sitemap`, `sink`, `download`, `reported`).
+
+        Example:
+            >>> s = Stats()
+            >>> s.error("parse"); s.error("parse"); s.error("sink")
+            >>> s.errors, dict(s.errors_by_kind)
+            (3, {'parse': 2, 'sink': 1})
+        """
+        self.errors += 1
+        self.errors_by_kind[kind] += 1
 
     def dead_letter(self) -> None:
         """Count one message sent to a dead-letter queue."""

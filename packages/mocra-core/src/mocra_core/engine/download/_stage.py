@@ -212,7 +212,7 @@ class DownloadStage:
             await retry_later(self._queue, delivery, exc, self._stats, self._outage)
             return
         # a bug in a middleware or a downloader: keep the request, keep crawling
-        self._stats.errors += 1
+        self._stats.error("download")
         logger.error("download of %s failed unexpectedly", routed.request.url, exc_info=exc)
         await self._dead_letter(delivery, module, routed.routing, _describe(exc))
 
@@ -269,9 +269,13 @@ class DownloadStage:
             return await self._budget_spent(delivery)
         self._stats.requests += 1
         started = time.monotonic()
+        self._stats.in_flight += 1
         try:
-            async with permit:
-                response = await self._hops.download(downloader, request, routing, module)
+            try:
+                async with permit:
+                    response = await self._hops.download(downloader, request, routing, module)
+            finally:
+                self._stats.in_flight -= 1
         except DownloadError as exc:
             self._stats.bytes += exc.received  # a body cut at the cap was received too
             if isinstance(exc, HopRefused):

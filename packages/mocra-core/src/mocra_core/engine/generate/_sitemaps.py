@@ -152,7 +152,7 @@ class SitemapTasks:
         url, depth = task.meta.get("url"), task.meta.get("depth", 0)
         plan = self._plans.get(module.name)
         if not isinstance(url, str) or not isinstance(depth, int) or plan is None:
-            self._stats.errors += 1
+            self._stats.error("sitemap")
             return await self._queue.dead_letter(
                 delivery, reason=f"not a sitemap task of a spider: {task.meta!r}"
             )
@@ -287,7 +287,7 @@ class SitemapTasks:
         await self._queue.nack(delivery, delay=delay, reason=reason)
 
     async def _dead(self, delivery: Delivery, reason: str) -> None:
-        self._stats.errors += 1
+        self._stats.error("sitemap")
         logger.error("%s: dead-lettered", reason)
         await self._queue.dead_letter(delivery, reason=reason)
 

@@ -139,7 +139,7 @@ class GenerateStage:
         if ctx.stop_reason is not None:
             await runbook.stop(task.run, ctx.stop_reason)
         for message in ctx.errors:
-            self._stats.errors += 1
+            self._stats.error("reported")
             logger.warning("%s/%s: %s", task.module, task.node, message)
         if ctx.invalid:
             self._reject(task, ctx.invalid)
@@ -177,7 +177,7 @@ class GenerateStage:
             await self._fan_in.unit_done(module, task.run, task.account, task.node)
             await self._queue.ack([delivery])
             return
-        self._stats.errors += 1
+        self._stats.error("generate")
         logger.error("generate of %s/%s failed: %s", task.module, task.node, exc, exc_info=exc)
         await self._fan_in.unit_done(module, task.run, task.account, task.node)
         await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())

@@ -156,14 +156,14 @@ class ParseStage:
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
             raise
         except SinkWriteFailed as exc:
-            self._stats.errors += 1
+            self._stats.error("sink")
             await self._dead_letter(delivery, module, node, str(exc))
             return
         except TRANSIENT as exc:  # the seen set, coordination store or broker is out of reach for now
             await retry_later(self._queue, delivery, exc, self._stats, self._outage)
             return
         except Exception as exc:  # the user's callback (or routing) failed: record it, keep crawling
-            self._stats.errors += 1
+            self._stats.error("parse")
             logger.error(
                 "parse of %s failed in %s: %s", response.url, routing.node, exc, exc_info=exc,
                 extra={"mocra_module": module.name, "url": response.url},
@@ -214,7 +214,7 @@ class ParseStage:
         if ctx.stop_reason is not None:
             await self._runbook.stop(routing.run, ctx.stop_reason)
         for message in ctx.errors:
-            self._stats.errors += 1
+            self._stats.error("reported")
             logger.warning("%s: %s (%s)", routing.node, message, response.url)
 
     async def _dead_letter(self, delivery: Delivery, module: CompiledModule, node: str, reason: str) -> None:
