@@ -12,6 +12,7 @@ from mocra_core.coordination import LocalCoordination
 from mocra_core.engine import BackendPlan
 from mocra_core.engine.generate._seeding import check_modules
 from mocra_core.http import Routed, Routing
+from mocra_core.modules import compile_module
 from mocra_core.testing import LocalServer, ServerResponse
 
 pytestmark = pytest.mark.anyio
@@ -30,14 +31,15 @@ class Named(Spider[dict[str, Any]]):
 
 async def test_a_job_records_its_modules_and_refuses_a_run_without_one() -> None:
     store = LocalCoordination()
-    both, only_a = {"a": object(), "b": object()}, {"a": object()}
+    a, b = compile_module(Named("a")), compile_module(Named("b"))
+    both, only_a = {"a": a, "b": b}, {"a": a}
 
-    await check_modules(only_a, store, "job 'j'")  # type: ignore[arg-type]
-    await check_modules(only_a, store, "job 'j'")  # type: ignore[arg-type]
-    await check_modules(both, store, "job 'j'")  # type: ignore[arg-type]  # a spider added: widened
+    await check_modules(only_a, store, "job 'j'")
+    await check_modules(only_a, store, "job 'j'")
+    await check_modules(both, store, "job 'j'")  # a spider added: widened
 
     with pytest.raises(ConfigError) as caught:
-        await check_modules(only_a, store, "job 'j'")  # type: ignore[arg-type]
+        await check_modules(only_a, store, "job 'j'")
     assert str(caught.value) == (
         "mocra run: spiders: job 'j' runs 'a', 'b'; this run has 'a', without 'b': start every worker of a "
         "job with the same spiders, or name another job (--job, --job-dir)"

@@ -266,7 +266,7 @@ class Engine:
             )
             recorder = await self._plan_work(stack, settings.store.url, job=plan.job)
             where = f"job dir {plan.job_dir}" if plan.job_dir is not None else f"job {plan.job!r}"
-            await check_modules(self._modules, backends.coordination, where)  # records them at the first run
+            await check_modules(self._modules, backends.coordination, where, shared=plan.shared)
             stages, end, crons = await self._wire(
                 stack, backends, queue, downloaders, writers, budget, recorder
             )

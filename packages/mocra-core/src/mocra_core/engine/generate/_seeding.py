@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import msgspec
-
-from ..._errors import ConfigError
+from ...generations import code_hash, recorded_names, register
 from ...modules import Task
 
 if TYPE_CHECKING:
@@ -18,39 +16,31 @@ if TYPE_CHECKING:
 
 __all__ = ("all_seeded", "check_modules", "recorded_modules", "seed_once", "start_tasks")
 
-_MODULES = "modules"  # coordination key: the names of the modules a job has run with (JSON list)
-
 
 def _seeded_at_start(module: CompiledModule) -> bool:
     """A module seeded when the run starts: autostart, with starts not on a cron schedule."""
     return module.autostart and bool(module.starts)
 
 
-async def check_modules(modules: Mapping[str, CompiledModule], coordination: Coordination, job: str) -> None:
-    """Record the modules of `job` at its first run; refuse a worker, or a later run, missing one of them.
+def _hashes(modules: Mapping[str, CompiledModule]) -> dict[str, str]:
+    return {name: code_hash(module.source) for name, module in modules.items()}
 
-    The job's queues may hold messages of every module it ran with, which a worker without that module
-    cannot handle. A run with more modules widens the record (a spider added to a job).
+
+async def check_modules(
+    modules: Mapping[str, CompiledModule], coordination: Coordination, job: str, *, shared: bool = False
+) -> dict[str, int]:
+    """Record the modules of `job` and their code's generations; refuse a worker missing one of them.
+
+    The job's queues may hold messages of every module it runs, which a worker without that module
+    cannot handle. A run with more modules widens the record (a spider added to a job). Each module's
+    code is a generation of it (`mocra_core.generations`): new code starts a job dir (`shared=False`) on
+    a new generation, and is refused on a job shared through a broker until it is deployed. Returns the
+    generation number of each module of this worker.
 
     Raises:
-        ConfigError: this run lacks a module the job has.
+        ConfigError: this run lacks a module the job has, or (shared) runs code not deployed to it.
     """
-    mine = set(modules)
-    while True:
-        raw = await coordination.get(_MODULES)
-        theirs = set(msgspec.json.decode(raw, type=list[str])) if raw is not None else set()
-        missing = theirs - mine
-        if missing:
-            raise ConfigError(
-                "spiders",
-                f"{job} runs {_listed(theirs)}; this run has {_listed(mine)}, without {_listed(missing)}: "
-                "start every worker of a job with the same spiders, or name another job (--job, --job-dir)",
-                source="mocra run",
-            )
-        if raw is not None and mine == theirs:
-            return
-        if await coordination.compare_and_set(_MODULES, raw, msgspec.json.encode(sorted(theirs | mine))):
-            return
+    return await register(coordination, _hashes(modules), job=job, shared=shared)
 
 
 async def recorded_modules(coordination: Coordination) -> list[str]:
@@ -61,19 +51,18 @@ async def recorded_modules(coordination: Coordination) -> list[str]:
     Example:
         >>> import anyio
         >>> from mocra_core.coordination import LocalCoordination
+        >>> from mocra_core.modules import compile_module, Spider
+        >>> class News(Spider[dict[str, str]]):
+        ...     name = "news"
+        ...     async def parse(self, response, ctx): ...
         >>> async def main() -> list[str]:
         ...     store = LocalCoordination()
-        ...     await check_modules({"news": None, "books": None}, store, "job 'j'")
+        ...     await check_modules({"news": compile_module(News())}, store, "job 'j'")
         ...     return await recorded_modules(store)
         >>> anyio.run(main)
-        ['books', 'news']
+        ['news']
     """
-    raw = await coordination.get(_MODULES)
-    return [] if raw is None else sorted(msgspec.json.decode(raw, type=list[str]))
-
-
-def _listed(names: set[str]) -> str:
-    return ", ".join(repr(name) for name in sorted(names))
+    return await recorded_names(coordination)
 
 
 async def seed_once(
