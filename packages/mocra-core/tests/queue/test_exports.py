@@ -10,6 +10,7 @@ def test_queue_exports() -> None:
         "Codec",
         "DeadLetter",
         "Delivery",
+        "Fence",
         "KafkaQueue",
         "LmdbQueue",
         "MemoryQueue",

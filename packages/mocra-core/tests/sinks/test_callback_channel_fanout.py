@@ -22,6 +22,7 @@ def test_public_names() -> None:
         "CsvSink",
         "DataSink",
         "FanoutSink",
+        "FencedSink",
         "JsonlSink",
         "SinkError",
         "SqlSink",

@@ -14,6 +14,7 @@ from .._lazy import load_optional
 from ._backend import QueueBackend
 from ._codec import Codec, MsgpackCodec
 from ._delivery import DeadLetter, Delivery
+from ._fence import Fence
 from ._open import open_queue
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ __all__ = (
     "Codec",
     "DeadLetter",
     "Delivery",
+    "Fence",
     "KafkaQueue",
     "LmdbQueue",
     "MemoryQueue",

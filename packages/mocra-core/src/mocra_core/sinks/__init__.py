@@ -11,7 +11,7 @@ from .._lazy import load_optional
 from ._callback import CallbackSink, on_item
 from ._channel import ChannelSink, channel
 from ._csv import CsvSink
-from ._data_sink import DataSink
+from ._data_sink import DataSink, FencedSink
 from ._errors import SinkError
 from ._fanout import FanoutSink
 from ._jsonl import JsonlSink
@@ -27,6 +27,7 @@ __all__ = (
     "CsvSink",
     "DataSink",
     "FanoutSink",
+    "FencedSink",
     "JsonlSink",
     "SinkError",
     "SqlSink",

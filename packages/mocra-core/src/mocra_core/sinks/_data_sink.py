@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
     from typing import Self
 
-__all__ = ("DataSink", "SinkContext")
+    from ..queue._fence import Fence
+
+__all__ = ("DataSink", "FencedSink", "SinkContext")
 
 
 class DataSink(Protocol):
@@ -37,6 +39,21 @@ class DataSink(Protocol):
 
     async def close(self) -> None:
         """Flush and release the destination; called once, after the last `write`."""
+        ...
+
+
+@runtime_checkable
+class FencedSink(DataSink, Protocol):
+    """A sink that refuses the writes of a claim that has expired (`SqlSink` with a key, `FanoutSink`).
+
+    The engine writes each item with the `Fence` of the delivery it came from (the message, and the
+    lease: its attempt). A write under an older lease of a message than the one the destination already
+    holds for that item loses: it is not kept, and `write_fenced` counts it. Items without a fence are
+    written as by `write`.
+    """
+
+    async def write_fenced(self, items: Sequence[object], fences: Sequence[Fence | None]) -> int:
+        """Deliver one batch, `items[i]` under `fences[i]`; returns how many lost to a newer claim."""
         ...
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._data_sink import SinkContext
+from ._data_sink import FencedSink, SinkContext
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ..queue._fence import Fence
     from ._data_sink import DataSink
 
 __all__ = ("FanoutSink",)
@@ -51,6 +52,20 @@ class FanoutSink(SinkContext):
         """Write the batch to each sink in turn."""
         for sink in self._sinks:
             await sink.write(items)
+
+    async def write_fenced(self, items: Sequence[object], fences: Sequence[Fence | None]) -> int:
+        """Write the batch to each sink in turn, with its fences to those that take them.
+
+        Returns the most items one sink refused as written under an expired claim; the sinks that do
+        not fence (files, callbacks) take every item.
+        """
+        lost = 0
+        for sink in self._sinks:
+            if isinstance(sink, FencedSink):
+                lost = max(lost, await sink.write_fenced(items, fences))
+            else:
+                await sink.write(items)
+        return lost
 
     async def close(self) -> None:
         """Close every open sink, in reverse order; raise the first error after trying them all."""

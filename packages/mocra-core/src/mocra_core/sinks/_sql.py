@@ -14,14 +14,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from .._errors import redact
 from ._data_sink import SinkContext
 from ._errors import SinkError
+from ._sql_fence import CLAIM, TOKEN, fence_condition, fenced_rows
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from ..queue._fence import Fence
 
 __all__ = ("SqlSink",)
 
 _KEEP = (datetime.datetime, datetime.date, decimal.Decimal, bytes)  # kept as such by `to_builtins`
 _UPSERT = ("sqlite", "postgresql")  # the dialects with INSERT ... ON CONFLICT
+_FENCE_TYPES: dict[str, sa.types.TypeEngine[Any]] = {CLAIM: sa.Text(), TOKEN: sa.BigInteger()}
 
 
 def _column_type(value: object) -> sa.types.TypeEngine[Any]:
@@ -61,6 +65,14 @@ class SqlSink(SinkContext):
             PostgreSQL). Delivery to sinks is at-least-once — an item written just before a worker died
             is written again — so with a key each item is one row. `None`: every item adds a row.
 
+    The engine writes with `write_fenced`: each row then keeps the claim (message and lease) it was
+    written under, in the columns `_mocra_claim` and `_mocra_fence` (added to an existing table on the
+    first such write), and the write of a worker whose lease had expired, and whose message another
+    worker has written since, loses (see `write_fenced`).
+
+    Attributes:
+        fenced: Items refused so far because a newer claim of their message had written them.
+
     Raises:
         SinkError: the database cannot be reached (retryable) or refuses a batch (naming the table;
             not retryable when the data is at fault, e.g. a value of the wrong type), an item has no
@@ -89,6 +101,7 @@ class SqlSink(SinkContext):
         self.key: tuple[str, ...] = (key,) if isinstance(key, str) else tuple(key or ())
         self._engine: sa.Engine | None = None
         self._table: sa.Table | None = None
+        self.fenced = 0
 
     def __repr__(self) -> str:
         key = f", key={self.key!r}" if self.key else ""
@@ -137,7 +150,43 @@ class SqlSink(SinkContext):
             raise SinkError(f"{self._where()}: write before open", retryable=False)
         if items:
             rows = [self._row(item) for item in items]
-            await anyio.to_thread.run_sync(self._write, rows)
+            await anyio.to_thread.run_sync(self._write, rows, False)
+
+    async def write_fenced(self, items: Sequence[object], fences: Sequence[Fence | None]) -> int:
+        """Upsert `items`, `items[i]` under the claim `fences[i]`; returns how many lost to a newer claim.
+
+        An item loses when its key's row was written under the same message's claim with a higher
+        token (a later lease: the item's worker had lost the message to another); the row is kept as
+        it is. Every other item is written as `write` would (the last write of a key wins), with its
+        claim. Without a key, or without fences, this is `write`: nothing is fenced.
+
+        Raises:
+            SinkError: as `write`.
+
+        Example:
+            >>> import anyio, tempfile
+            >>> from mocra_core.queue import Fence
+            >>> async def main(url: str) -> list[int]:
+            ...     async with SqlSink(url, "pages", key="url") as sink:
+            ...         new = await sink.write_fenced([{"url": "/a", "by": "b"}], [Fence("fetch/7", 2)])
+            ...         old = await sink.write_fenced([{"url": "/a", "by": "a"}], [Fence("fetch/7", 1)])
+            ...         return [new, old, sink.fenced]
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     anyio.run(main, f"sqlite:///{tmp}/items.db")
+            [0, 1, 1]
+        """
+        if len(items) != len(fences):
+            raise ValueError(f"{len(items)} items but {len(fences)} fences")
+        if not self.key or all(fence is None for fence in fences):
+            await self.write(items)
+            return 0
+        if self._engine is None:
+            raise SinkError(f"{self._where()}: write before open", retryable=False)
+        rows, lost = fenced_rows([self._row(item) for item in items], fences, self.key)
+        written = await anyio.to_thread.run_sync(self._write, rows, True)
+        lost += len(rows) - written
+        self.fenced += lost
+        return lost
 
     def _row(self, item: object) -> dict[str, Any]:
         try:
@@ -151,7 +200,8 @@ class SqlSink(SinkContext):
             raise SinkError(f"{self._where()}: item without its key {missing}: {item!r}", retryable=False)
         return row
 
-    def _write(self, rows: list[dict[str, Any]]) -> None:
+    def _write(self, rows: list[dict[str, Any]], fenced: bool) -> int:
+        """Write `rows` in one transaction; how many were written (`fenced`: those a claim did not lose)."""
         assert self._engine is not None
         fields = list(dict.fromkeys(name for row in rows for name in row))
         shaping = False  # making the table or its columns, which another worker may be doing at once
@@ -160,7 +210,9 @@ class SqlSink(SinkContext):
                 shaping = True
                 table = self._columns_for(db, rows, fields)
                 shaping = False
-                db.execute(self._statement(table, fields), [{f: row.get(f) for f in fields} for row in rows])
+                params = [{f: row.get(f) for f in fields} for row in rows]
+                result = db.execute(self._statement(table, fields, fenced), params)
+                return len(result.all()) if fenced else len(rows)
         except sa.exc.SQLAlchemyError as exc:
             self._table = None  # a table or columns made in the failed transaction are gone: read it again
             raise self._error(exc, shaping=shaping) from None
@@ -168,30 +220,32 @@ class SqlSink(SinkContext):
     def _columns_for(self, db: sa.Connection, rows: list[dict[str, Any]], fields: list[str]) -> sa.Table:
         """The table, created or given the columns `fields` need first (in the batch's transaction)."""
 
-        def first_value(field: str) -> object:
-            return next((row[field] for row in rows if row.get(field) is not None), None)
+        def column_type(field: str) -> sa.types.TypeEngine[Any]:
+            if field in _FENCE_TYPES:
+                return _FENCE_TYPES[field]
+            return _column_type(next((row[field] for row in rows if row.get(field) is not None), None))
 
         if self._table is None and sa.inspect(db).has_table(self.table_name):
             self._table = sa.Table(self.table_name, sa.MetaData(), autoload_with=db)
         if self._table is None:
             metadata = sa.MetaData()
             columns = [
-                sa.Column(field, _column_type(first_value(field)), primary_key=field in self.key)
-                for field in fields
+                sa.Column(field, column_type(field), primary_key=field in self.key) for field in fields
             ]
             self._table = sa.Table(self.table_name, metadata, *columns)
             metadata.create_all(db)
             return self._table
         new = [field for field in fields if field not in self._table.c]
         for field in new:
-            column = sa.Column(field, _column_type(first_value(field)))
+            column = sa.Column(field, column_type(field))
             quote = db.dialect.identifier_preparer.quote
             kind = column.type.compile(dialect=db.dialect)
             db.execute(sa.text(f"ALTER TABLE {quote(self.table_name)} ADD COLUMN {quote(field)} {kind}"))
             self._table.append_column(column)
         return self._table
 
-    def _statement(self, table: sa.Table, fields: list[str]) -> sa.Insert:
+    def _statement(self, table: sa.Table, fields: list[str], fenced: bool) -> sa.Insert:
+        """The insert, or with a key the upsert (`fenced`: only where the claim wins, returning the keys)."""
         if not self.key:
             return table.insert()
         dialect = self._engine.dialect.name if self._engine else ""
@@ -199,7 +253,11 @@ class SqlSink(SinkContext):
         updates = {f: insert.excluded[f] for f in fields if f not in self.key}
         if not updates:
             return insert.on_conflict_do_nothing(index_elements=list(self.key))
-        return insert.on_conflict_do_update(index_elements=list(self.key), set_=updates)
+        if not fenced:
+            return insert.on_conflict_do_update(index_elements=list(self.key), set_=updates)
+        where = fence_condition(table, insert.excluded)
+        upsert = insert.on_conflict_do_update(index_elements=list(self.key), set_=updates, where=where)
+        return upsert.returning(*(table.c[name] for name in self.key))
 
     async def close(self) -> None:
         """Release the connections."""

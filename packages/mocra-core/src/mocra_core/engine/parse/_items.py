@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 
 from ..._errors import MocraError
+from ...sinks._data_sink import FencedSink
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -15,11 +16,14 @@ if TYPE_CHECKING:
     from ...config import SinkSettings
     from ...middleware import MiddlewareChain
     from ...observe import Stats
+    from ...queue import Fence
     from ...sinks import DataSink
 
 __all__ = ("ItemWriter", "SinkWriteFailed")
 
 logger = logging.getLogger(__name__)
+
+_Entry = tuple[Any, "Fence | None"]  # an item, and the fence of the claim it was made under
 
 
 class SinkWriteFailed(MocraError):
@@ -35,10 +39,11 @@ class _Piece(NamedTuple):
 
 
 class _Batch:
-    __slots__ = ("done", "error", "failed", "items", "sizes")
+    __slots__ = ("done", "error", "failed", "fences", "items", "sizes")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
+        self.fences: list[Fence | None] = []  # each item's
         self.sizes: list[int] = []  # how many items each submitter added, in order
         self.done = anyio.Event()
         self.error: BaseException | None = None  # every submitter failed with it
@@ -58,6 +63,12 @@ class ItemWriter:
     write, as the file and SQL sinks do, holds them exactly once). When the sink fails whatever part it
     is given with a retryable error (it is down), every submitter left fails. A storage middleware that
     changes the number of items hides whose item is whose: then the whole batch fails, as one.
+
+    Each submitter's items carry the `Fence` of its claim (the delivery it parsed). A `FencedSink`
+    refuses the items of a claim that has expired and whose message a newer claim has written: they
+    count as `dropped["fenced"]`, not as written, and are logged; the submitter is not told (its
+    acknowledgement is stale anyway). A storage middleware that changes the number of items drops the
+    fences of the batch.
     """
 
     def __init__(self, sink: DataSink, chain: MiddlewareChain, stats: Stats, settings: SinkSettings) -> None:
@@ -74,8 +85,8 @@ class ItemWriter:
         """The sink written to."""
         return self._sink
 
-    async def submit(self, items: list[Any]) -> None:
-        """Queue `items` for the next batch and wait until it is written.
+    async def submit(self, items: list[Any], fence: Fence | None = None) -> None:
+        """Queue `items`, made under the claim `fence`, for the next batch and wait until it is written.
 
         Raises:
             SinkWriteFailed: `items` could not be written (naming the sink's error); the other
@@ -87,6 +98,7 @@ class ItemWriter:
         submitter = len(batch.sizes)
         batch.sizes.append(len(items))
         batch.items.extend(items)
+        batch.fences.extend([fence] * len(items))
         self._wake.set()
         await batch.done.wait()
         error = batch.failed.get(submitter, batch.error) if batch.failed else batch.error
@@ -111,15 +123,16 @@ class ItemWriter:
         self._wake.set()
 
     async def _write(self, batch: _Batch) -> None:
-        items: Sequence[Any] = batch.items
+        stored: Sequence[Any] = batch.items
         if self._chain.has_storage:
-            items = await self._chain.before_write(items)
+            stored = await self._chain.before_write(stored)
+        fences = batch.fences if len(stored) == len(batch.items) else [None] * len(stored)
+        items: list[_Entry] = list(zip(stored, fences, strict=True))
         size = self._settings.batch_size
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
             error = await self._write_chunk(chunk)
             if error is None:
-                self._stats.items += len(chunk)
                 continue
             if len(batch.sizes) > 1 and len(items) == len(batch.items):
                 await self._isolate(batch, items, start, error)
@@ -130,7 +143,9 @@ class ItemWriter:
             self._log_failed(len(batch.sizes), len(batch.sizes), error)
             return
 
-    async def _isolate(self, batch: _Batch, items: Sequence[Any], start: int, error: BaseException) -> None:
+    async def _isolate(
+        self, batch: _Batch, items: Sequence[_Entry], start: int, error: BaseException
+    ) -> None:
         """Write what is left of a batch whose chunk at `start` failed with `error`, finding who is at fault.
 
         The submitters' items from `start` on are packed into groups of at most `batch_size`; a group
@@ -155,13 +170,11 @@ class ItemWriter:
                 problem = await self._write_once(items[lo:hi])
             else:
                 problem = await self._write_chunk(items[lo:hi])
-            if problem is None:
-                self._stats.items += hi - lo
-            else:
+            if problem is not None:
                 down = await self._bisect(batch, items, group, problem)
 
     async def _bisect(
-        self, batch: _Batch, items: Sequence[Any], group: list[_Piece], error: BaseException
+        self, batch: _Batch, items: Sequence[_Entry], group: list[_Piece], error: BaseException
     ) -> BaseException | None:
         """Halve a failing `group` of at most `batch_size` items until each failing submitter stands alone.
 
@@ -187,12 +200,8 @@ class ItemWriter:
             return again
         return await self._bisect(batch, items, second, again)
 
-    async def _write_half(self, items: Sequence[Any], pieces: list[_Piece]) -> BaseException | None:
-        lo, hi = pieces[0].start, pieces[-1].end
-        problem = await self._write_once(items[lo:hi])
-        if problem is None:
-            self._stats.items += hi - lo
-        return problem
+    async def _write_half(self, items: Sequence[_Entry], pieces: list[_Piece]) -> BaseException | None:
+        return await self._write_once(items[pieces[0].start : pieces[-1].end])
 
     def _fail(self, batch: _Batch, pieces: Sequence[_Piece], error: BaseException) -> None:
         for piece in pieces:
@@ -205,27 +214,42 @@ class ItemWriter:
             self._sink, failed, submitters, error,
         )  # fmt: skip
 
-    async def _write_span(self, items: Sequence[Any], lo: int, hi: int) -> BaseException | None:
+    async def _write_span(self, items: Sequence[_Entry], lo: int, hi: int) -> BaseException | None:
         for start in range(lo, hi, self._settings.batch_size):
-            chunk = items[start : min(start + self._settings.batch_size, hi)]
-            error = await self._write_chunk(chunk)
+            error = await self._write_chunk(items[start : min(start + self._settings.batch_size, hi)])
             if error is not None:
                 return error
-            self._stats.items += len(chunk)
         return None
 
-    async def _write_once(self, chunk: Sequence[Any]) -> BaseException | None:
+    async def _send(self, chunk: Sequence[_Entry]) -> None:
+        """Write `chunk` (with its fences to a sink that takes them) and count what was written."""
+        items = [item for item, _ in chunk]
+        fences = [fence for _, fence in chunk]
+        lost = 0
+        if isinstance(self._sink, FencedSink) and any(fence is not None for fence in fences):
+            lost = await self._sink.write_fenced(items, fences)
+        else:
+            await self._sink.write(items)
+        self._stats.items += len(chunk) - lost
+        if lost:
+            self._stats.drop("fenced", lost)
+            logger.warning(
+                "sink %r: %d of %d items refused: their worker's lease had expired and another worker "
+                "has written them since (fenced)", self._sink, lost, len(chunk),
+            )  # fmt: skip
+
+    async def _write_once(self, chunk: Sequence[_Entry]) -> BaseException | None:
         try:
-            await self._sink.write(chunk)
+            await self._send(chunk)
         except Exception as exc:  # a sink may raise anything: reported to the caller
             return exc
         return None
 
-    async def _write_chunk(self, chunk: Sequence[Any]) -> BaseException | None:
+    async def _write_chunk(self, chunk: Sequence[_Entry]) -> BaseException | None:
         delay = self._settings.retry_delay
         for attempt in range(1, self._settings.max_retries + 2):
             try:
-                await self._sink.write(chunk)
+                await self._send(chunk)
             except Exception as exc:  # a sink may raise anything: retried, then reported
                 if attempt > self._settings.max_retries or not _retryable(exc):
                     logger.warning(

@@ -10,6 +10,7 @@ import anyio
 
 from ...http import RoutedRecord
 from ...modules import Ctx
+from ...queue._fence import Fence
 from ...topics import is_response_topic
 from .._transient import TRANSIENT, retry_later
 from ._acker import Acker
@@ -150,7 +151,7 @@ class ParseStage:
             items = await self._items(ctx, response)
             await self._continue(module, node, ctx, redelivered=await self._redelivered(delivery))
             if items:
-                await self._writers[module.name].submit(items)
+                await self._writers[module.name].submit(items, Fence.of(delivery))
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
