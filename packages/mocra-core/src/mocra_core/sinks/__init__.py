@@ -1,6 +1,9 @@
-"""Item destinations: the `DataSink` protocol, JSONL and CSV files, callbacks, channels and SQL tables.
+"""Item destinations: the `DataSink` protocol, files, DataFrames, callbacks, channels and SQL tables.
 
-`SqlSink` needs the `sql` extra (SQLAlchemy) and is imported on first use.
+Files: JSONL, CSV, Parquet and Excel (`.xlsx`).
+
+`SqlSink` needs the `sql` extra (SQLAlchemy), `ParquetSink` and `DataFrameSink` the `polars` extra, and
+`XlsxSink` the `excel` extra (openpyxl); each is imported on first use.
 """
 
 from __future__ import annotations
@@ -17,25 +20,36 @@ from ._fanout import FanoutSink
 from ._jsonl import JsonlSink
 
 if TYPE_CHECKING:
+    from ._dataframe import DataFrameSink
+    from ._parquet import ParquetSink
     from ._sql import SqlSink
+    from ._xlsx import XlsxSink
 
-_LAZY = {"SqlSink": ("._sql", "sql", "sqlalchemy")}  # name -> (module, extra, the package it installs)
+_LAZY = {  # name -> (module, extra, the package it installs)
+    "SqlSink": ("._sql", "sql", "sqlalchemy"),
+    "ParquetSink": ("._parquet", "polars", "polars"),
+    "DataFrameSink": ("._dataframe", "polars", "polars"),
+    "XlsxSink": ("._xlsx", "excel", "openpyxl"),
+}
 
 __all__ = (
     "CallbackSink",
     "ChannelSink",
     "CsvSink",
+    "DataFrameSink",
     "DataSink",
     "FanoutSink",
     "FencedSink",
     "JsonlSink",
+    "ParquetSink",
     "SinkError",
     "SqlSink",
+    "XlsxSink",
     "channel",
     "on_item",
 )
 
 
 def __getattr__(name: str) -> object:
-    """Import `SqlSink` on first use, so the package works without the `sql` extra."""
+    """Import `SqlSink`, `ParquetSink`, `DataFrameSink` and `XlsxSink` on first use (they need extras)."""
     return load_optional(__name__, _LAZY, name)
