@@ -298,12 +298,12 @@ async def test_garbage_and_undecodable_records_go_to_the_dlq_and_consuming_goes_
         assert await queue.pending(T) == 0
 
 
-async def test_a_newer_envelope_with_unknown_fields_is_read(
+async def test_a_newer_minor_envelope_with_unknown_fields_is_read(
     make: Callable[..., KafkaQueue], url: str, kafka_namespace: str
 ) -> None:
     async with make() as queue:
         body = msgspec.msgpack.encode({"url": "https://example.com/"})
-        newer = {"id": "n1", "topic": T, "body": body, "created": 1.5, "v": 2, "trace": "abc", "attempt": 2}
+        newer = {"id": "n1", "topic": T, "body": body, "created": 1.5, "minor": 9, "trace": "", "attempt": 2}
         await queue.publish(T, ["first"])  # creates the lane topic
         await produce_raw(url, f"{kafka_namespace}.{T}.0", msgspec.msgpack.encode(newer), partition=3)
         got: list[Delivery] = []

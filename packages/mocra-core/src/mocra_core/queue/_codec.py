@@ -1,4 +1,7 @@
-"""`Codec`: how a durable or remote queue turns payloads into bytes and back; `MsgpackCodec`, the default."""
+"""`Codec`: how a durable or remote queue turns payloads into bytes and back; `MsgpackCodec`, the default.
+
+`decode_problem` gives the reason a backend dead-letters a payload its codec rejected with.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-__all__ = ("Codec", "MsgpackCodec")
+from .._errors import PoisonMessage
+
+__all__ = ("Codec", "MsgpackCodec", "decode_problem")
 
 
 class Codec(Protocol):
@@ -14,7 +19,8 @@ class Codec(Protocol):
 
     `decode(encode(obj))` must equal `obj` (a copy is fine). `encode` raises (typically `TypeError`) for
     a payload it cannot represent, and the publish fails; `decode` raises (any `Exception`) for bytes it
-    cannot read, and the backend dead-letters that message as a poison message instead of handing it out.
+    cannot read, and the backend dead-letters that message as a poison message instead of handing it out,
+    with the exception's `reason` if it is a `PoisonMessage` (e.g. a payload of a newer major version).
     """
 
     def encode(self, obj: object, /) -> bytes:
@@ -55,3 +61,15 @@ class MsgpackCodec:
     def decode(self, data: bytes, /) -> object:
         """Decode one payload; raises `msgspec.DecodeError`/`ValidationError` for foreign bytes."""
         return self._decoder.decode(data)
+
+
+def decode_problem(exc: Exception) -> str:
+    """Why a payload `exc` rejected is dead-lettered: a `PoisonMessage`'s reason, else `undecodable payload`.
+
+    Example:
+        >>> decode_problem(PoisonMessage("message format 2.x; this worker reads 1.x: upgrade it"))
+        'message format 2.x; this worker reads 1.x: upgrade it'
+        >>> decode_problem(ValueError("unknown payload tag"))
+        "undecodable payload: ValueError('unknown payload tag')"
+    """
+    return exc.reason if isinstance(exc, PoisonMessage) else f"undecodable payload: {exc!r}"

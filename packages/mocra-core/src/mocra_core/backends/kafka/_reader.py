@@ -19,6 +19,7 @@ import anyio
 import msgspec
 
 from ..._errors import BackendError, PoisonMessage
+from ...queue._codec import decode_problem
 from ...queue._envelope import Envelope, pack, unpack
 from ._driver import kafka_error, rebalance_listener
 from ._member import POLL, Member
@@ -226,7 +227,7 @@ class Reader(Member):
             payload = self._codec.decode(env.body)
         except Exception as exc:  # any codec error: the payload is poison
             held = Held(part, record.offset, env, env.body, 0.0)
-            held.reason = f"undecodable payload ({len(env.body)} bytes): {exc}"
+            held.reason = decode_problem(exc)
             return held
         held = Held(part, record.offset, env, payload, due)
         if lost:  # leased by a member that left without finishing it

@@ -11,6 +11,7 @@ import anyio
 
 from ..._errors import ConfigError
 from ...queue._checks import check_limits, check_payloads
+from ...queue._codec import decode_problem
 from ...queue._delivery import DeadLetter, Delivery
 from ...queue._inprocess import InProcessQueue
 from ...queue._waiters import new_lease_token
@@ -185,7 +186,7 @@ class LmdbQueue(InProcessQueue[TopicState]):
                     decoded = self._codec.decode(payload)
                 except Exception as exc:  # a poison message: never handed out
                     del state.leases[token]
-                    self._returns.bury(state, lease, f"undecodable payload: {exc!r}")
+                    self._returns.bury(state, lease, decode_problem(exc))
                     continue
                 found.append(Delivery(lease.id, topic, decoded, key, priority, attempt, created, token))
         if found:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from ...queue._codec import decode_problem
 from ...queue._delivery import Delivery
 from ...queue._waiters import new_lease_token
 
@@ -117,7 +118,7 @@ class Leases:
             try:
                 payload = self._decode(env.body)
             except Exception as exc:  # any codec failure makes a poison message
-                out.dead.append((raw, attempt, f"undecodable payload: {exc}"))
+                out.dead.append((raw, attempt, decode_problem(exc)))
                 continue
             token = new_lease_token()
             self._leases[token] = Lease(raw, attempt, puller)

@@ -16,6 +16,7 @@ import anyio
 import msgspec
 
 from ..._errors import PoisonMessage
+from ...queue._codec import decode_problem
 from ...queue._delivery import Delivery
 from ...queue._envelope import Envelope, pack, unpack
 from ...queue._waiters import new_lease_token
@@ -171,7 +172,7 @@ class Leases:
         try:
             payload = self._codec.decode(envelope.body)
         except Exception as exc:  # a poison message: never handed out
-            await self.bury(state, entry.lease, envelope, attempt, f"undecodable payload: {exc!r}")
+            await self.bury(state, entry.lease, envelope, attempt, decode_problem(exc))
             return None
         token = new_lease_token()
         self._held[token] = Lease(state, entry.lease, envelope, attempt)
