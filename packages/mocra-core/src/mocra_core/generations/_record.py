@@ -23,12 +23,14 @@ class Generation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             worker that starts).
         state: `active`, `draining` or `retired`.
         activated: When it was last activated (seconds since the epoch; 0 unknown).
+        shape: The shape of its items (`field:type`, sorted) as a deploy's verify saw them; () unknown.
     """
 
     number: int
     hash: str
     state: GenerationState = "active"
     activated: float = 0.0
+    shape: tuple[str, ...] = ()
 
 
 class ModuleGenerations(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,9 +47,9 @@ class ModuleGenerations(msgspec.Struct, frozen=True, kw_only=True):
     generations: tuple[Generation, ...]
 
     @classmethod
-    def new(cls, code: str, *, now: float) -> ModuleGenerations:
+    def new(cls, code: str, *, now: float, shape: tuple[str, ...] = ()) -> ModuleGenerations:
         """The generations of a module new to the job: generation 1, of code `code`, active."""
-        return cls(generations=(Generation(number=1, hash=code, activated=now),))
+        return cls(generations=(Generation(number=1, hash=code, activated=now, shape=shape),))
 
     @property
     def active(self) -> Generation | None:
@@ -62,12 +64,15 @@ class ModuleGenerations(msgspec.Struct, frozen=True, kw_only=True):
         """The latest generation of code `code`, or None."""
         return next((g for g in reversed(self.generations) if g.hash == code), None)
 
-    def activate(self, code: str, *, now: float, previous: GenerationState = "draining") -> ModuleGenerations:
+    def activate(
+        self, code: str, *, now: float, previous: GenerationState = "draining", shape: tuple[str, ...] = ()
+    ) -> ModuleGenerations:
         """These generations with `code` active: a new generation, or an earlier one of that code again.
 
         The generation active before becomes `previous` (`draining`: its queued work finishes on workers
         that have it; `retired`: its work is taken by the new one, as when a job dir restarts with new
-        code). Activating the active code changes nothing.
+        code). Activating the active code changes nothing. `shape` is the shape a verify saw (kept as the
+        generation's when it is not empty).
         """
         active = self.active
         if active is not None and active.hash == code:
@@ -77,7 +82,9 @@ class ModuleGenerations(msgspec.Struct, frozen=True, kw_only=True):
         changed = [
             msgspec.structs.replace(g, state=previous) if g.state == "active" else g for g in self.generations
         ]
-        fresh = Generation(number=number, hash=code, activated=now)
+        fresh = Generation(
+            number=number, hash=code, activated=now, shape=shape or (again.shape if again else ())
+        )
         if again is not None:
             changed = [fresh if g.number == number else g for g in changed]
         else:
@@ -168,7 +175,7 @@ def decode(raw: bytes) -> JobGenerations:
 
     Example:
         >>> decode(b'["news"]').modules["news"].generations
-        (Generation(number=1, hash='', state='active', activated=0.0),)
+        (Generation(number=1, hash='', state='active', activated=0.0, shape=()),)
     """
     if raw.lstrip()[:1] == b"[":
         return JobGenerations.of_names(msgspec.json.decode(raw, type=list[str]))

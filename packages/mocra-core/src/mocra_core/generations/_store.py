@@ -51,6 +51,7 @@ async def activate(
     *,
     seen: JobGenerations | None,
     job: str,
+    shapes: Mapping[str, tuple[str, ...]] | None = None,
     now: float | None = None,
 ) -> JobGenerations:
     """Activate, in one compare-and-set, a generation of each module in `targets`; return the new record.
@@ -58,7 +59,7 @@ async def activate(
     A target is the hash of new code (a new generation, or an earlier one of that code again), a
     generation number (a rollback), or None (the module left the code: its active generation drains).
     `seen` is the record the deploy prepared against: if another deploy changed one of these modules
-    since, nothing is activated.
+    since, nothing is activated. `shapes` are the item shapes a verify saw of the new code, per module.
 
     Raises:
         DeployConflict: another deploy changed one of these modules' generations since `seen`.
@@ -83,12 +84,15 @@ async def activate(
         if moved:
             raise DeployConflict(job, moved)
         for name, target in targets.items():
-            record = record.with_module(name, _target(record.modules.get(name), target, when))
+            shape = (shapes or {}).get(name, ())
+            record = record.with_module(name, _target(record.modules.get(name), target, when, shape))
         if await _store(coordination, raw, current, record):
             return record
 
 
-def _target(gens: ModuleGenerations | None, target: str | int | None, now: float) -> ModuleGenerations:
+def _target(
+    gens: ModuleGenerations | None, target: str | int | None, now: float, shape: tuple[str, ...]
+) -> ModuleGenerations:
     if target is None:
         if gens is None:
             raise KeyError("a module the job does not have")
@@ -98,8 +102,8 @@ def _target(gens: ModuleGenerations | None, target: str | int | None, now: float
             raise KeyError(target)
         return gens.activate_number(target, now=now)
     if gens is None:
-        return ModuleGenerations.new(target, now=now)
-    return gens.activate(target, now=now)
+        return ModuleGenerations.new(target, now=now, shape=shape)
+    return gens.activate(target, now=now, shape=shape)
 
 
 async def register(
