@@ -1,6 +1,6 @@
 """A worker whose lease expired cannot commit: its late write to the keyed SQL sink is fenced.
 
-Two `mocra run` workers of one job on Redis (visibility timeout 2 s). Worker a parses page 3 and is
+Two `mocra run` workers of one job on Redis or NATS (visibility timeout 2 s). Worker a parses page 3 and is
 frozen with SIGSTOP in the middle of it, past its lease; worker b takes the page over (its next
 delivery: attempt 2), writes its item and finishes the crawl. Then a resumes (SIGCONT) and tries to
 write its item of page 3 under its expired claim: refused, counted (`dropped {'fenced': 1}`) and logged,
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
-from .tree_crawl import POSTGRES_URL, REDIS_URL, fresh_job, kill, serving, wait_until
+from .tree_crawl import POSTGRES_URL, SharedJob, kill, redis_or_nats_job, serving, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -85,6 +85,13 @@ def site() -> Iterator[LocalServer]:
         yield server
 
 
+@pytest.fixture(params=["redis", "nats"])
+def job(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[SharedJob]:
+    """A fresh job on Redis, or on NATS with an LMDB coordination store."""
+    with redis_or_nats_job(request.param, tmp_path) as job:
+        yield job
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def output(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[tuple[str, str]]:
     """The database URL and table the workers write (dropped afterwards)."""
@@ -98,7 +105,7 @@ def output(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[t
 
 
 def start_worker(
-    tmp_path: pathlib.Path, base_url: str, worker: str, job: str, output: tuple[str, str]
+    tmp_path: pathlib.Path, base_url: str, worker: str, job: SharedJob, output: tuple[str, str]
 ) -> subprocess.Popen[bytes]:
     spider = tmp_path / "pages.py"
     spider.write_text(
@@ -107,7 +114,7 @@ def start_worker(
     url, table = output
     return subprocess.Popen(
         [sys.executable, "-m", "mocra", "run", str(spider), "-o", url, "--table", table, "--key", "url",
-         "--job", job, "--queue", REDIS_URL, *(f"-s{s}" for s in SETTINGS)],
+         *job.run_args, *(f"-s{s}" for s in SETTINGS)],
         cwd=tmp_path, env={**os.environ, "FENCE_WORKER": worker, "FENCE_DB": url, "FENCE_TABLE": table},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -124,26 +131,23 @@ def table_rows(output: tuple[str, str]) -> list[tuple[str, str, int]]:
 
 
 def test_a_worker_frozen_past_its_lease_cannot_overwrite_its_successors_item(
-    tmp_path: pathlib.Path, site: LocalServer, output: tuple[str, str]
+    tmp_path: pathlib.Path, site: LocalServer, job: SharedJob, output: tuple[str, str]
 ) -> None:
-    with fresh_job(REDIS_URL) as job:
-        a = start_worker(tmp_path, site.base_url, "a", job, output)
-        b: subprocess.Popen[bytes] | None = None
-        try:
-            wait_until(
-                lambda: (tmp_path / "a.parsing").exists(), [a], 60, f"worker a never parsed {SLOW_PAGE}"
-            )
-            os.kill(a.pid, signal.SIGSTOP)
-            b = start_worker(tmp_path, site.base_url, "b", job, output)
-            b_out, _ = b.communicate(timeout=60)  # b takes page 3 over once a's lease expires, and finishes
-            assert b.returncode == 0, b_out.decode()
-            os.kill(a.pid, signal.SIGCONT)
-            a_out, _ = a.communicate(timeout=60)
-        finally:
-            for worker in (a, b):
-                if worker is not None and worker.poll() is None:
-                    os.kill(worker.pid, signal.SIGCONT)
-                    kill(worker)
+    a = start_worker(tmp_path, site.base_url, "a", job, output)
+    b: subprocess.Popen[bytes] | None = None
+    try:
+        wait_until(lambda: (tmp_path / "a.parsing").exists(), [a], 60, f"worker a never parsed {SLOW_PAGE}")
+        os.kill(a.pid, signal.SIGSTOP)
+        b = start_worker(tmp_path, site.base_url, "b", job, output)
+        b_out, _ = b.communicate(timeout=60)  # b takes page 3 over once a's lease expires, and finishes
+        assert b.returncode == 0, b_out.decode()
+        os.kill(a.pid, signal.SIGCONT)
+        a_out, _ = a.communicate(timeout=60)
+    finally:
+        for worker in (a, b):
+            if worker is not None and worker.poll() is None:
+                os.kill(worker.pid, signal.SIGCONT)
+                kill(worker)
 
     assert a.returncode == 0, a_out.decode()
     base = site.base_url
