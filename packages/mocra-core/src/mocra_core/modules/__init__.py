@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._context import Ctx, Route, Seeds, TaskCtx
 from ._module import SPIDER_NODE, CompiledModule, Module, compile_module
 from ._node import Account, Login, Node
+from ._seed_file import read_seed_urls
 from ._session import LoginFailed, LoginSession
 from ._spider import Spider
 from ._starts import CronEntry, Start
@@ -28,4 +29,5 @@ __all__ = (
     "Task",
     "TaskCtx",
     "compile_module",
+    "read_seed_urls",
 )

@@ -8,8 +8,10 @@ import msgspec
 
 from .._errors import InvalidURL
 from ..http import Request, Routing
+from ._seed_file import read_seed_urls
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Callable, Mapping
 
     from ..http import Response
@@ -124,6 +126,22 @@ class Seeds:
             self.invalid.append(exc)
             return
         self.add(request)
+
+    def from_file(
+        self, path: str | os.PathLike[str], *, column: str | int = "url", sheet: str | None = None
+    ) -> None:
+        """Seed a GET request for each URL in a column of a `.csv` / `.tsv` file or `.xlsx` workbook.
+
+        The file is read here, in the calling thread (`read_seed_urls`: `column` is a header name, or a
+        0-based index when there is no header; `sheet` a workbook's sheet). A value that is not an
+        absolute http(s) URL goes to `invalid`, as with `get`.
+
+        Raises:
+            ConfigError: the file cannot be read, or has no such column or sheet.
+            MissingExtra: a workbook without the `excel` extra.
+        """
+        for url in read_seed_urls(path, column=column, sheet=sheet):
+            self.get(url)
 
     @property
     def meta(self) -> dict[str, Any]:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+import anyio.to_thread
+
+from ._seed_file import read_seed_urls
+
 if TYPE_CHECKING:
+    import os
     import re
     from collections.abc import Mapping, Sequence
     from datetime import datetime
@@ -28,6 +34,13 @@ class Spider(Generic[T]):
     Attributes:
         name: Unique name of the spider in a run (used in stats, logs and job state).
         start_urls: URLs seeded by the default `start`.
+        start_urls_file: A `.csv` / `.tsv` file or `.xlsx` workbook (the `excel` extra) whose column
+            `start_urls_column` holds more URLs for the default `start` (read in a worker thread when the
+            crawl starts; relative to the working directory). Empty cells are skipped, and a value that
+            is not an absolute http(s) URL is set aside (logged, counted as dropped `invalid_url`).
+        start_urls_column: The column's header name, or its 0-based index when the file has no header
+            (then every row is a URL).
+        start_urls_sheet: The workbook's sheet; `None` for its first.
         downloader: Name of the downloader (registered with `MocraBuilder.downloader`) for this spider's
             requests; `None` uses the default one. `Request(downloader=...)` overrides it per request.
         proxy: The proxy of this spider's requests: `"direct"` (none), a pool's name (`"pool"` is
@@ -73,6 +86,9 @@ class Spider(Generic[T]):
 
     name: ClassVar[str] = ""
     start_urls: ClassVar[Sequence[str]] = ()
+    start_urls_file: ClassVar[str | os.PathLike[str] | None] = None
+    start_urls_column: ClassVar[str | int] = "url"
+    start_urls_sheet: ClassVar[str | None] = None
     downloader: ClassVar[str | None] = None
     proxy: ClassVar[str | None] = None
     cron: ClassVar[str | None] = None
@@ -89,9 +105,18 @@ class Spider(Generic[T]):
     config: ClassVar[Mapping[str, Any]] = {}
 
     async def start(self, seeds: Seeds) -> None:
-        """Seed the first requests; by default one GET per URL in `start_urls` and the `sitemap_urls`."""
+        """Seed the first requests: a GET per URL of `start_urls` and `start_urls_file`, and the sitemaps."""
         for url in self.start_urls:
             seeds.get(url)
+        if self.start_urls_file is not None:
+            read = functools.partial(
+                read_seed_urls,
+                self.start_urls_file,
+                column=self.start_urls_column,
+                sheet=self.start_urls_sheet,
+            )
+            for url in await anyio.to_thread.run_sync(read):
+                seeds.get(url)
         for url in self.sitemap_urls:
             seeds.sitemap(url)
 
