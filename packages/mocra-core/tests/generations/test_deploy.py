@@ -43,7 +43,7 @@ async def test_deploy_activates_new_code_and_a_rollback_the_old(tmp_path: pathli
 
     back = await activate_number(store, 1, job="j")
     assert states(back) == [(1, "active"), (2, "draining")]
-    with pytest.raises(DeployRefused, match="has no generation 7"):
+    with pytest.raises(DeployRefused, match="no module has a generation 7 .the latest: news 2."):
         await activate_number(store, 7, job="j")
 
 

@@ -1,4 +1,4 @@
-"""The `mocra` command line: `run`, `serve`, `demo`, `dlq`, `status`, `cluster`, `store`, `version`."""
+"""The `mocra` command line: run, serve, deploy, demo, dlq, status, cluster, store, version."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from mocra_core import MocraError
 
+from ._deploy import add_deploy_command
 from ._job_queues import add_job_arguments
 from ._progress import ProgressLine
 from ._run import load_spiders, print_summary
@@ -270,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_store_commands(commands)
     add_serve_command(commands)
+    add_deploy_command(commands)
 
     version = commands.add_parser("version", help="print the versions of the installed mocra packages")
     version.set_defaults(func=_cmd_version)

@@ -164,7 +164,9 @@ async def activate_number(
     modules = {} if seen is None else seen.modules
     names = list(spiders) or [name for name, gens in modules.items() if gens.number(number) is not None]
     lacking = [name for name in names if name not in modules or modules[name].number(number) is None]
-    if not names or lacking:
-        which = ", ".join(map(repr, lacking)) if lacking else "no module"
-        raise DeployRefused(job, f"{which} has no generation {number}")
+    if lacking:
+        raise DeployRefused(job, f"{', '.join(map(repr, lacking))} has no generation {number}")
+    if not names:
+        has = ", ".join(f"{name} {gens.generations[-1].number}" for name, gens in sorted(modules.items()))
+        raise DeployRefused(job, f"no module has a generation {number} (the latest: {has or 'none'})")
     return await activate(coordination, dict.fromkeys(names, number), seen=seen, job=job)
