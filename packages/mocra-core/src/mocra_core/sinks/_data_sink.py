@@ -50,6 +50,12 @@ class FencedSink(DataSink, Protocol):
     lease: its attempt). A write under an older lease of a message than the one the destination already
     holds for that item loses: it is not kept, and `write_fenced` counts it. Items without a fence are
     written as by `write`.
+
+    Example:
+        >>> from mocra_core.sinks import JsonlSink, SqlSink
+        >>> sql, jsonl = SqlSink("sqlite:///items.db", key="id"), JsonlSink("items.jsonl")
+        >>> isinstance(sql, FencedSink), isinstance(jsonl, FencedSink)
+        (True, False)
     """
 
     async def write_fenced(self, items: Sequence[object], fences: Sequence[Fence | None]) -> int:
