@@ -66,17 +66,21 @@ def make_sink(
 ) -> DataSink:
     """The sink of one `-o`: a database URL (`scheme://…`) → `SqlSink`, else a file by its extension.
 
-    Files: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV (`table` and `key` are for databases).
-    A database gets `table` (default `items`) and, with `key`, upserts (each item one row however often
-    it is written).
+    Files: `.jsonl` / `.jl` / `.ndjson` → JSON lines, `.csv` → CSV, `.parquet` → Parquet (the `polars`
+    extra), `.xlsx` → an Excel workbook (the `excel` extra); `table` and `key` are for databases. A
+    database gets `table` (default `items`) and, with `key`, upserts (each item one row however often it
+    is written).
 
     Raises:
         ConfigError: another extension.
-        MissingExtra: a database URL without the `sql` extra.
+        MissingExtra: a database URL without the `sql` extra, `.parquet` without `polars`, `.xlsx`
+            without `excel`.
 
     Example:
         >>> make_sink("items.jsonl")
         JsonlSink('items.jsonl')
+        >>> make_sink("items.parquet"), make_sink("items.xlsx")
+        (ParquetSink('items.parquet'), XlsxSink('items.xlsx'))
         >>> make_sink("sqlite:///items.db", key=["id"])
         SqlSink('sqlite:///items.db', 'items', key=('id',))
     """
@@ -89,8 +93,18 @@ def make_sink(
         return JsonlSink(output, append=append)
     if suffix == ".csv":
         return CsvSink(output, append=append)
+    if suffix == ".parquet":
+        from mocra_core.sinks import ParquetSink
+
+        return ParquetSink(output, append=append)
+    if suffix == ".xlsx":
+        from mocra_core.sinks import XlsxSink
+
+        return XlsxSink(output, append=append)
     raise ConfigError(
-        "--output", f"unknown format {suffix!r}; use .jsonl, .csv or a database URL", source=output
+        "--output",
+        f"unknown format {suffix!r}; use .jsonl, .csv, .parquet, .xlsx or a database URL",
+        source=output,
     )
 
 
