@@ -58,7 +58,7 @@ def test_a_request_holds_only_what_the_user_set() -> None:
     import inspect
 
     routing = set(Routing.__struct_fields__)
-    assert routing == {"node", "run", "depth", "account"}
+    assert routing == {"node", "run", "depth", "account", "generation"}
     assert not routing & (set(Request.__slots__) | set(inspect.signature(Request).parameters))
 
 
@@ -68,7 +68,7 @@ def test_the_flat_record_holds_every_request_field_and_the_routing() -> None:
     old = ("url", "method", "headers", "cookies", "body", "meta", "priority", "timeout", "dont_filter",
            "max_retries", "callback", "node", "downloader", "depth", "run", "account")  # fmt: skip
     assert flat[: len(old)] == old  # the layout earlier versions wrote: fields are only ever appended
-    request, routing = _every_field_set(), Routing("shop/pages", "shop:alice:1", 7, "alice")
+    request, routing = _every_field_set(), Routing("shop/pages", "shop:alice:1", 7, "alice", 2)
     back = RoutedRecord.join(request, routing).split()
     assert (back.request.to_record(), back.routing) == (request.to_record(), routing)
 

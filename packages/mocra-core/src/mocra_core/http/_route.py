@@ -23,21 +23,25 @@ class Routing(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True):
         run: Id of the module run it belongs to.
         depth: Number of follow hops from a seed.
         account: Account whose session (login, cookies) it uses.
+        generation: The generation of its module that made it (`mocra_core.generations`); 0 unknown (made
+            before generations: any generation of the module runs it). Appended with a default: readers
+            of the earlier layout ignore it.
 
     Example:
-        >>> seed = Routing("books/spider", run="books:-:1")
+        >>> seed = Routing("books/spider", run="books:-:1", generation=2)
         >>> seed.deeper()
-        Routing(node='books/spider', run='books:-:1', depth=1, account=None)
+        Routing(node='books/spider', run='books:-:1', depth=1, account=None, generation=2)
     """
 
     node: str | None = None
     run: str | None = None
     depth: int = 0
     account: str | None = None
+    generation: int = 0
 
     def deeper(self) -> Routing:
-        """The routing of a follow-up: the same node, run and account, one hop deeper."""
-        return Routing(self.node, self.run, self.depth + 1, self.account)
+        """The routing of a follow-up: the same node, run, account and generation, one hop deeper."""
+        return Routing(self.node, self.run, self.depth + 1, self.account, self.generation)
 
 
 NO_ROUTING = Routing()  # a response made outside the engine (tests, doctests) belongs nowhere
@@ -78,17 +82,22 @@ class RoutedRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     depth: int = 0
     run: str | None = None
     account: str | None = None
+    generation: int = 0
 
     @classmethod
     def join(cls, request: Request, routing: Routing) -> RoutedRecord:
         """The flat record of `request` and its `routing` (it shares the request's dicts)."""
         values = {name: getattr(request, name) for name in _REQUEST_FIELDS}
-        return cls(**values, node=routing.node, run=routing.run, depth=routing.depth, account=routing.account)
+        return cls(
+            **values, node=routing.node, run=routing.run, depth=routing.depth, account=routing.account,
+            generation=routing.generation,
+        )  # fmt: skip
 
     def split(self) -> Routed:
         """The request and its routing (the request has dicts of its own)."""
         record = RequestRecord(*[getattr(self, name) for name in _REQUEST_FIELDS])
-        return Routed(Request.from_record(record), Routing(self.node, self.run, self.depth, self.account))
+        routing = Routing(self.node, self.run, self.depth, self.account, self.generation)
+        return Routed(Request.from_record(record), routing)
 
 
 _REQUEST_FIELDS = RequestRecord.__struct_fields__

@@ -23,6 +23,7 @@ class Task(msgspec.Struct, kw_only=True, omit_defaults=True):
         origin: The request whose parse sent this task, with its routing (used by the fallback gate).
         inputs: For a fan-in node: the meta of every task gathered for it.
         v: Schema version (fields are only ever appended, with defaults).
+        generation: The generation of its module that made it (`mocra_core.generations`); 0 unknown.
 
     Example:
         >>> Task(module="books", node="spider").node
@@ -37,3 +38,4 @@ class Task(msgspec.Struct, kw_only=True, omit_defaults=True):
     origin: RoutedRecord | None = None
     inputs: list[dict[str, Any]] = []
     v: int = 1
+    generation: int = 0
