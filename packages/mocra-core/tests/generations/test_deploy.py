@@ -11,7 +11,9 @@ from mocra_core.coordination import Coordination, LocalCoordination
 from mocra_core.generations import (
     DeployConflict,
     DeployRefused,
+    GenerationWatch,
     activate_number,
+    active_in_file,
     deploy,
     read_generations,
     register,
@@ -134,3 +136,24 @@ async def test_two_concurrent_deploys_one_activates_the_other_conflicts(
     assert str(conflicts[0]).startswith("job 'j': another deploy changed the generations of 'news' first")
     _, record = await read_generations(coordination)
     assert record is not None and states(record) == [(1, "draining"), (2, "active")]
+
+
+async def test_a_worker_reloads_its_file_only_once_that_code_is_the_active_generation(
+    tmp_path: pathlib.Path,
+) -> None:
+    store = LocalCoordination()
+    spider = write(tmp_path / "spider.py", V1)
+    record = (await deploy(str(spider), store, job="j")).record
+
+    write(spider, V2)  # edited on the worker's machine, not deployed yet: not reloaded
+    assert await active_in_file(str(spider), record) == {}
+    deployed = await deploy(str(spider), store, job="j")
+    assert await active_in_file(str(spider), deployed.record) == {"news": 2}
+
+    watched: list[dict[str, int]] = []
+    async for seen in GenerationWatch(store, interval=0.01).changes():
+        watched.append(seen.active())
+        if len(watched) == 2:
+            break
+        await activate_number(store, 1, job="j")  # a rollback: the watch sees it
+    assert watched == [{"news": 2}, {"news": 1}]

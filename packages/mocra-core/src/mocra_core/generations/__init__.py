@@ -16,6 +16,7 @@ from ._errors import DeployConflict, DeployRefused
 from ._record import Generation, GenerationState, JobGenerations, ModuleGenerations
 from ._shapes import RecordedResponse
 from ._store import GENERATIONS, activate, read_generations, recorded_names, register
+from ._watch import GenerationWatch, active_in_file
 
 __all__ = (
     "GENERATIONS",
@@ -24,12 +25,14 @@ __all__ = (
     "DeployRefused",
     "Deployed",
     "Generation",
+    "GenerationWatch",
     "GenerationState",
     "JobGenerations",
     "ModuleGenerations",
     "RecordedResponse",
     "activate",
     "activate_number",
+    "active_in_file",
     "code_hash",
     "deploy",
     "prepare",
