@@ -54,14 +54,21 @@ def concat_frames(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
     Raises:
         ItemError: a column's types do not merge (`merge_schema`).
     """
-    if not frames:
-        return pl.DataFrame()
-    if len(frames) == 1:
-        return frames[0]
-    schema: dict[str, pl.DataType] = {}
+    runs: list[list[pl.DataFrame]] = []  # consecutive frames of one schema: a cheap vertical concat
     for frame in frames:
-        schema = _merged(schema, frame)
-    return pl.concat(frames, how="diagonal_relaxed")
+        if runs and runs[-1][0].schema == frame.schema:
+            runs[-1].append(frame)
+        else:
+            runs.append([frame])
+    parts = [run[0] if len(run) == 1 else pl.concat(run, how="vertical") for run in runs]
+    if not parts:
+        return pl.DataFrame()
+    if len(parts) == 1:
+        return parts[0]
+    schema: dict[str, pl.DataType] = {}
+    for part in parts:
+        schema = _merged(schema, part)
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def _merged(schema: dict[str, pl.DataType], frame: pl.DataFrame) -> dict[str, pl.DataType]:
