@@ -25,8 +25,9 @@ class DataSink(Protocol):
     sinks truncate a half-written batch away; `SqlSink` rolls back). Delivery is at-least-once: a
     batch written just before a crash is written again when the job resumes.
 
-    Implementations: `JsonlSink`, `CsvSink`, `CallbackSink` (`on_item`), `ChannelSink` (`channel`) and
-    `FanoutSink`. Errors they raise on purpose are `SinkError`.
+    Implementations: `JsonlSink`, `CsvSink`, `ParquetSink` and `DataFrameSink` (the `polars` extra),
+    `XlsxSink` (the `excel` extra), `SqlSink` (the `sql` extra), `CallbackSink` (`on_item`), `ChannelSink`
+    (`channel`) and `FanoutSink`. Errors they raise on purpose are `SinkError`.
     """
 
     async def open(self) -> None:
