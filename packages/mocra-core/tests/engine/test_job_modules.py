@@ -78,3 +78,28 @@ async def test_a_message_of_a_module_the_run_lacks_is_dead_lettered_and_the_craw
     assert result.dead_letters == 1
     assert result.failures[0].reason == "no module 'gone' in this worker (it runs a)"
     assert "/gone" not in server.hits
+
+
+class Edited(Named):
+    """`Named` with other code: another generation of the same module."""
+
+    async def parse(self, response: Response, ctx: Ctx[dict[str, Any]]) -> None:
+        ctx.emit({"url": response.url, "edited": True})
+
+
+async def test_new_code_on_a_shared_job_is_refused_while_another_worker_runs_and_taken_when_alone() -> None:
+    import time
+
+    from mocra_core.control import WorkerInfo, WorkerRegistry
+
+    store = LocalCoordination()
+    first, edited = {"a": compile_module(Named("a"))}, {"a": compile_module(Edited("a"))}
+    assert await check_modules(first, store, "job 'j'", shared=True) == {"a": 1}
+    workers = WorkerRegistry(store)
+    await workers.join("w1")
+    await workers.beat(WorkerInfo(id="w1", host="h", pid=1, started=time.time(), seen=time.time(), state="active"))
+    with pytest.raises(ConfigError, match=r"is no live generation of the job .*deploy it first"):
+        await check_modules(edited, store, "job 'j'", shared=True)
+
+    await workers.leave("w1")  # the job's other workers are gone: this one takes it over on its new code
+    assert await check_modules(edited, store, "job 'j'", shared=True) == {"a": 2}

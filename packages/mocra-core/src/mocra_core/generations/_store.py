@@ -113,9 +113,9 @@ async def register(
 
     A module new to the job starts at generation 1; a job recorded before generations learns its code's
     hashes from its first worker. A worker whose code is the active or a draining generation runs it. New
-    code (no such generation) on a job of one process (`shared=False`: a job dir, memory) is activated, the
-    generation before retired (this process takes its queued work); on a job shared through a broker it is
-    refused: deploy it first.
+    code (no such generation) on a job this worker runs alone (`shared=False`: a job dir, memory, or a
+    shared job with no other live worker) is activated, the generation before retired (this process takes
+    its queued work); while other workers of a shared job run, it is refused: deploy it first.
 
     Raises:
         ConfigError: the worker lacks a module the job runs, or (shared) its code is no generation of it.
@@ -166,8 +166,8 @@ def _registered(
     raise ConfigError(
         "spiders",
         f"{job}: the code of {name!r} here ({code}) is no live generation of the job (active: {shown}): "
-        "deploy it first (`mocra deploy FILE --queue URL --job NAME`), or start this worker with the "
-        "active code",
+        "deploy it first (`mocra deploy FILE --queue URL --job NAME`), start this worker with the "
+        "active code, or start it once the job's other workers have stopped",
         source="mocra run",
     )
 

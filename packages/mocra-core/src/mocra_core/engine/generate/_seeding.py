@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...control import WorkerRegistry
 from ...generations import code_hash, recorded_names, register
 from ...modules import Task
 
@@ -33,14 +34,17 @@ async def check_modules(
 
     The job's queues may hold messages of every module it runs, which a worker without that module
     cannot handle. A run with more modules widens the record (a spider added to a job). Each module's
-    code is a generation of it (`mocra_core.generations`): new code starts a job dir (`shared=False`) on
-    a new generation, and is refused on a job shared through a broker until it is deployed. Returns the
-    generation number of each module of this worker.
+    code is a generation of it (`mocra_core.generations`): new code starts a new generation when this
+    worker is the job's only one (a job dir, memory, or a shared job none of whose workers is alive), and
+    is refused while other workers of a shared job run, until it is deployed. Returns the generation
+    number of each module of this worker.
 
     Raises:
-        ConfigError: this run lacks a module the job has, or (shared) runs code not deployed to it.
+        ConfigError: this run lacks a module the job has, or runs code not deployed to a job whose other
+            workers are running.
     """
-    return await register(coordination, _hashes(modules), job=job, shared=shared)
+    alone = not shared or not await WorkerRegistry(coordination).live()
+    return await register(coordination, _hashes(modules), job=job, shared=not alone)
 
 
 async def recorded_modules(coordination: Coordination) -> list[str]:
