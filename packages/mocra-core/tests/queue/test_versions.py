@@ -22,6 +22,7 @@ from mocra_core.modules import Task
 from mocra_core.queue import (
     DeadLetter,
     Delivery,
+    Fence,
     KafkaQueue,
     LmdbQueue,
     NatsJetStreamQueue,
@@ -115,10 +116,12 @@ def test_a_routed_request_of_a_newer_minor_is_read_with_its_known_fields() -> No
 def test_a_response_and_a_task_of_a_newer_minor_are_read() -> None:
     codec = EngineCodec()
     request = [*msgspec.structs.astuple(Request(URL).to_record()), "newer"]
-    record = [URL, 200, [["a", "b"]], b"<p>", request, 0.5, [*msgspec.structs.astuple(ROUTING), 9], "newer"]
+    routing = [*msgspec.structs.astuple(ROUTING), 9]
+    record = [URL, 200, [["a", "b"]], b"<p>", request, 0.5, routing, {"claim": "r/1", "token": 2}, "newer"]
     response = codec.decode(b"R" + msgspec.msgpack.encode(record))
     assert isinstance(response, Response)
     assert (response.url, response.status, response.request.url, response.routing) == (URL, 200, URL, ROUTING)
+    assert response.fence == Fence("r/1", 2)  # appended in 1.1
     task = codec.decode(b"t" + msgspec.msgpack.encode({"module": "tree", "node": "tree", "later": [1]}))
     assert task == Task(module="tree", node="tree")
 

@@ -6,6 +6,8 @@ older reader skips the extra trailing elements; `Task` is a map: unknown keys ar
 of a routed request. A payload of a later major starts with its major as one byte (2 to 31) before the
 tag; this worker rejects it with `PoisonMessage` ("message format 2.x; this worker reads 1.x: upgrade
 it") and the queue dead-letters it with that reason.
+
+Minors: 1.1 appends `fence` (the claim of the download that made it) to the response record.
 """
 
 from __future__ import annotations

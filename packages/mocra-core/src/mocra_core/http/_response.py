@@ -8,6 +8,7 @@ from urllib.parse import urljoin
 import httpx
 import msgspec
 
+from ..queue._fence import Fence  # noqa: TC001 - msgspec resolves it at runtime
 from ._charset import declared_encoding, decode_body, decode_lossy
 from ._request import Request, RequestRecord
 from ._route import NO_ROUTING, Routing
@@ -41,6 +42,7 @@ class ResponseRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     request: RequestRecord
     elapsed: float = 0.0
     routing: Routing | None = None  # None: made outside the engine
+    fence: Fence | None = None  # format 1.1: the claim of the download that made it (queued responses)
 
 
 class Response:
@@ -59,6 +61,9 @@ class Response:
         request: The request that produced this response.
         elapsed: Seconds from sending the request to the last body byte.
         routing: Where the request belongs in the crawl (node, run, depth, account); set by the engine.
+        fence: The claim (request delivery) that downloaded it, set by the engine on a response it queues:
+            the items parsed from it are written under that claim, so a response of a download whose lease
+            had expired loses to the newer download's.
 
     Example:
         >>> html = b'<base href="/docs/"><h1> Hi </h1><a href="a.html">A</a><a href="mailto:x@y">M</a>'
@@ -79,6 +84,7 @@ class Response:
         "_tree",
         "body",
         "elapsed",
+        "fence",
         "headers",
         "request",
         "routing",
@@ -96,6 +102,7 @@ class Response:
         *,
         elapsed: float = 0.0,
         routing: Routing = NO_ROUTING,
+        fence: Fence | None = None,
     ) -> None:
         self.url = url
         self.status = status
@@ -104,6 +111,7 @@ class Response:
         self.request = request
         self.elapsed = elapsed
         self.routing = routing
+        self.fence = fence
         self._decoded: tuple[str, str, bool] | None = None
         self._tree: LexborHTMLParser | None = None
         self._base: BaseURL | None = None
@@ -308,6 +316,7 @@ class Response:
             request=self.request.to_record(),
             elapsed=self.elapsed,
             routing=None if self.routing is NO_ROUTING else self.routing,
+            fence=self.fence,
         )
 
     @classmethod
@@ -321,6 +330,7 @@ class Response:
             Request.from_record(record.request),
             elapsed=record.elapsed,
             routing=NO_ROUTING if record.routing is None else record.routing,
+            fence=record.fence,
         )
 
     def __repr__(self) -> str:

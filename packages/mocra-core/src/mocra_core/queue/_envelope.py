@@ -23,8 +23,12 @@ __all__ = ("ENVELOPE_MINOR", "ENVELOPE_VERSION", "Envelope", "check_major", "pac
 
 ENVELOPE_VERSION = 1
 """The major version of the message format this worker writes and reads."""
-ENVELOPE_MINOR = 0
-"""The minor version of the message format this worker writes (it reads every minor)."""
+ENVELOPE_MINOR = 1
+"""The minor version of the message format this worker writes (it reads every minor).
+
+1.1: a response record carries the fence of its download (`Response.fence`); an envelope, the attempts
+of its message before its last replay from the DLQ (`prior_attempts`).
+"""
 
 
 class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -45,8 +49,9 @@ class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     Example:
         >>> env = Envelope(id="1", topic="fetch", body=b"x", created=1.0)
-        >>> unpack(pack(env)) == env
-        True
+        >>> back = unpack(pack(env))
+        >>> back.id, back.body, back.minor == ENVELOPE_MINOR
+        ('1', b'x', True)
     """
 
     id: str
@@ -59,7 +64,7 @@ class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
     attempt: int = 1
     reason: str | None = None
     failed_at: float | None = None
-    minor: int = ENVELOPE_MINOR
+    minor: int = 0  # absent: 1.0; `pack` stamps this worker's
 
 
 class _Version(msgspec.Struct):

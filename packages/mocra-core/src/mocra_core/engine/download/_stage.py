@@ -25,6 +25,7 @@ import msgspec
 from ..._errors import DownloadError, HopRefused
 from ...http import Routed
 from ...modules import LoginFailed
+from ...queue._fence import Fence
 from ...topics import REQUESTS, response_topic
 from .._transient import TRANSIENT, retry_later
 from ._domain_feeder import DomainFeeder, DownloadSteps
@@ -318,6 +319,7 @@ class DownloadStage:
                     return None  # a parse worker of this process has it (and acks the request when done)
             finally:
                 self._handing.discard(delivery._lease)
+        response.fence = Fence.of(delivery)  # its items are written under this download's claim
         await self._queue.publish(response_topic(module.name), [response], priority=request.priority)
         await self._queue.ack([delivery])
         return None

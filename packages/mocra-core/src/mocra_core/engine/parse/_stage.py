@@ -45,6 +45,12 @@ class ParseStage:
     A module's slow parse or sink holds only its own lane (see `ParseLanes`); `writers` holds each
     module's sink writer by module name, and names the lanes.
 
+    Items are written under the claim of the download that made the response (`Response.fence`, set on
+    a response queued on its topic), else of the delivery parsed (a response handed over directly is
+    its request's delivery): a response of a download whose lease had expired loses to the newer one's.
+    The parse claims of one queued response share its download's fence (their items come from the same
+    bytes), so between them the last write wins.
+
     A response is acknowledged only after its items are written and its follow-ups and tasks are queued,
     in batches by an `Acker` while the worker goes on with the next response;
     one the download stage handed over directly (`hand`) is the request's delivery with the response as
@@ -151,7 +157,7 @@ class ParseStage:
             items = await self._items(ctx, response)
             await self._continue(module, node, ctx, redelivered=await self._redelivered(delivery))
             if items:
-                await self._writers[module.name].submit(items, Fence.of(delivery))
+                await self._writers[module.name].submit(items, response.fence or Fence.of(delivery))
         except anyio.get_cancelled_exc_class():
             with anyio.move_on_after(5, shield=True):
                 await self._queue.nack(delivery, delay=0, reason="worker cancelled")
