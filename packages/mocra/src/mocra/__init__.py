@@ -74,8 +74,14 @@ __all__ = (
 )
 
 
+_SINKS_WITH_EXTRAS = frozenset({"SqlSink", "ParquetSink", "DataFrameSink", "XlsxSink"})
+
+
 def __getattr__(name: str) -> object:
-    """`ClusterConfig` (the `cluster` extra) and `SqlSink` (the `sql` extra), imported on first use.
+    """Names whose code needs an extra, imported on first use.
+
+    `ClusterConfig` (`cluster`), `SqlSink` (`sql`), `ParquetSink` and `DataFrameSink` (`polars`),
+    `XlsxSink` (`excel`).
 
     Example:
         >>> from mocra import ClusterConfig, Mocra, SqlSink
@@ -89,8 +95,8 @@ def __getattr__(name: str) -> object:
         import mocra_core
 
         return mocra_core.ClusterConfig
-    if name == "SqlSink":
+    if name in _SINKS_WITH_EXTRAS:
         from mocra_core import sinks
 
-        return sinks.SqlSink
+        return getattr(sinks, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -178,15 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    run = commands.add_parser("run", help="run the spiders defined in a Python file")
-    run.add_argument("path", help="a .py file defining one or more Spider subclasses")
+    run = commands.add_parser("run", help="run the spiders and modules defined in a Python file")
+    run.add_argument("path", help="a .py file defining one or more Spider or Module subclasses")
     run.add_argument(
         "-o",
         "--output",
         action="append",
         default=[],
-        help="write items to this .jsonl or .csv file, or to a database table: a SQLAlchemy URL such as "
-        "sqlite:///items.db (the sql extra); repeatable",
+        help="write items to this .jsonl, .csv, .parquet (polars extra) or .xlsx (excel extra) file, or to a "
+        "database table: a SQLAlchemy URL such as sqlite:///items.db (the sql extra); repeatable",
     )
     run.add_argument("--table", help="with a database output: the table (default items)")
     run.add_argument(

@@ -71,7 +71,8 @@ def with_start_urls(spider: Spider[Any] | Module[Any], urls: Sequence[str]) -> S
     if not all(isinstance(url, str) for url in urls):
         raise ConfigError("start_urls", "expected a list of URLs (strings)")
     cls = type(spider)
-    seeded = type(cls.__name__, (cls,), {"start_urls": tuple(urls), "__module__": cls.__module__})
+    given = {"start_urls": tuple(urls), "start_urls_file": None, "__module__": cls.__module__}  # only these
+    seeded = type(cls.__name__, (cls,), given)
     fresh: Spider[Any] = seeded()
     return fresh
 
