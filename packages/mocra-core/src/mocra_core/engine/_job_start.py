@@ -63,8 +63,10 @@ def with_start_urls(spider: Spider[Any] | Module[Any], urls: Sequence[str]) -> S
         >>> class Books(Spider[dict[str, str]]):
         ...     name = "books"
         ...     start_urls = ("https://a.example/",)
-        >>> with_start_urls(Books(), ["https://b.example/"]).start_urls, Books.start_urls
-        (('https://b.example/',), ('https://a.example/',))
+        ...     start_urls_file = "more-urls.csv"
+        >>> seeded = with_start_urls(Books(), ["https://b.example/"])
+        >>> seeded.start_urls, seeded.start_urls_file, Books.start_urls
+        (('https://b.example/',), None, ('https://a.example/',))
     """
     if not isinstance(spider, Spider):
         raise ConfigError("start_urls", f"{spider.name!r} is a module, not a spider: its nodes seed it")
