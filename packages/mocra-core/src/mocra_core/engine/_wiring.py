@@ -343,7 +343,9 @@ async def open_writers(
     """Open each distinct sink once (as the part `sinks`) and give every module the writer of its sink."""
     from ..sinks import CallbackSink
 
-    by_module = {name: sink or CallbackSink(lambda item: None) for name, sink in sinks.items()}
+    by_module = {  # `is None`: a sink may be falsy (an empty DataFrameSink has len 0)
+        name: CallbackSink(lambda item: None) if sink is None else sink for name, sink in sinks.items()
+    }
     distinct = list({id(sink): sink for sink in by_module.values()}.values())
     await stack.enter_async_context(
         open_part(lifecycle, "sinks", ", ".join(repr(s) for s in distinct), _opened(distinct))
