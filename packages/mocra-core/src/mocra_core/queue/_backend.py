@@ -118,7 +118,9 @@ class QueueBackend(Protocol):
         """Move messages of `topic`'s DLQ (all, or those with the given ids) back to the topic.
 
         Replayed messages are ready at once, in their old lane and with their old key and id; their next
-        delivery has `attempt == 1`. Unknown ids are skipped. Returns how many were moved.
+        delivery has `attempt == 1` and `prior_attempts` raised by the dead letter's attempt (the
+        message's fencing token keeps rising: see `Fence`). Unknown ids are skipped. Returns how many
+        were moved.
         """
         ...
 

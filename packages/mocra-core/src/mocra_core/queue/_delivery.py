@@ -23,6 +23,8 @@ class Delivery(msgspec.Struct, frozen=True):
         priority: Lane the message was published to (higher is handed out first).
         attempt: 1 on the first delivery, +1 on every nack or expired lease, 1 again after a replay.
         created: Wall-clock time (epoch seconds) when the message was first published.
+        prior_attempts: Attempts the message had used before its last replay from the DLQ (0: never
+            replayed), so that `prior_attempts + attempt` keeps rising across replays (its `Fence`).
 
     Example:
         >>> d = Delivery("7", "fetch", {"url": "https://example.com/"}, None, 0, 1, 1767225600.0)
@@ -38,6 +40,7 @@ class Delivery(msgspec.Struct, frozen=True):
     attempt: int
     created: float
     _lease: int = 0
+    prior_attempts: int = 0
 
 
 class DeadLetter(msgspec.Struct, frozen=True):

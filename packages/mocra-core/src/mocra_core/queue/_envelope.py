@@ -46,6 +46,7 @@ class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
         reason: Why it was dead-lettered (DLQ entries only).
         failed_at: Epoch seconds when it was dead-lettered (DLQ entries only).
         minor: Minor version of the format of the node that wrote it (`pack` sets it).
+        prior_attempts: Attempts used before its last replay from the DLQ (1.1; see `Fence`).
 
     Example:
         >>> env = Envelope(id="1", topic="fetch", body=b"x", created=1.0)
@@ -65,6 +66,7 @@ class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str | None = None
     failed_at: float | None = None
     minor: int = 0  # absent: 1.0; `pack` stamps this worker's
+    prior_attempts: int = 0
 
 
 class _Version(msgspec.Struct):

@@ -12,9 +12,11 @@ or in its file, never in the worker's memory:
   what the lost member had leased with `attempt + 1` (read from the partition's state topic);
 - LMDB and memory: the attempt kept with the message, raised when a lease expires or is nacked.
 
-So two claims of one message compare by their tokens: the higher is the newer. A replay from the
-dead-letter queue starts the attempts at 1 again; a claim that outlived its message's trip through the
-DLQ is not fenced against the replayed one.
+A replay from the dead-letter queue starts the attempts at 1 again (the retries and their back-off
+start afresh), and the message keeps the attempts it had used before (`Delivery.prior_attempts`, stored
+with it by every backend): the token is `prior_attempts + attempt`, so it keeps rising across replays and
+a claim that outlived its message's trip through the DLQ loses to the replayed one. So two claims of one
+message compare by their tokens: the higher is the newer.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ class Fence(msgspec.Struct, frozen=True):
 
     Attributes:
         claim: The message claimed, `"<topic>/<message id>"` (stable across its redeliveries).
-        token: The claim's fencing token, monotonic per message: the delivery's attempt.
+        token: The claim's fencing token, monotonic per message: the delivery's attempt, plus the
+            attempts its message used before its last replay from the DLQ.
 
     Example:
         >>> from mocra_core.queue import Delivery
@@ -42,6 +45,8 @@ class Fence(msgspec.Struct, frozen=True):
         >>> again = Fence.of(Delivery("7", "fetch", None, None, 0, 2, 0.0))
         >>> first, first.stale_against(again), again.stale_against(first)
         (Fence(claim='fetch/7', token=1), True, False)
+        >>> Fence.of(Delivery("7", "fetch", None, None, 0, 1, 0.0, prior_attempts=5))  # replayed from the DLQ
+        Fence(claim='fetch/7', token=6)
     """
 
     claim: str
@@ -50,7 +55,7 @@ class Fence(msgspec.Struct, frozen=True):
     @classmethod
     def of(cls, delivery: Delivery) -> Fence:
         """The fence of the claim `delivery` stands for."""
-        return cls(f"{delivery.topic}/{delivery.id}", delivery.attempt)
+        return cls(f"{delivery.topic}/{delivery.id}", delivery.prior_attempts + delivery.attempt)
 
     def stale_against(self, other: Fence) -> bool:
         """Whether an effect under this claim must lose to one under `other` (same message, newer lease)."""

@@ -182,6 +182,8 @@ class DeadLetters:
     async def replay(self, topic: str, ids: Sequence[str] | None, lanes: Lanes) -> int:
         """Republish dead letters of `topic` (all, or those of `ids`) through `lanes` with attempt 1.
 
+        The attempts each had used are added to its `prior_attempts` (its fence keeps rising).
+
         Then write a tombstone per id to the DLQ and drop them from the view; returns how many.
         """
         entries = await self.entries(topic)
@@ -191,9 +193,11 @@ class DeadLetters:
         batches: dict[tuple[int, str | None], list[Out]] = {}
         for id in chosen:
             env, raw = entries[id]
+            prior = env.prior_attempts + env.attempt  # its fence goes on rising (`Fence`)
             again = Envelope(
-                id=env.id, topic=topic, body=env.body, created=env.created, key=env.key, priority=env.priority
-            )
+                id=env.id, topic=topic, body=env.body, created=env.created, key=env.key,
+                priority=env.priority, prior_attempts=prior,
+            )  # fmt: skip
             record_key = env.key.encode() if env.key is not None else None
             value = env.body if raw else pack(again)
             batches.setdefault((env.priority, env.key), []).append((record_key, value, []))

@@ -160,7 +160,10 @@ class Window:
         part.dirty = True
         self._commit_wanted.set()
         env = held.env
-        return Delivery(env.id, self.topic, held.payload, env.key, part.lane, env.attempt, env.created, token)
+        return Delivery(
+            env.id, self.topic, held.payload, env.key, part.lane, env.attempt, env.created, token,
+            env.prior_attempts,
+        )  # fmt: skip
 
     def end_lease(self, delivery: Delivery) -> Held | None:
         """End the lease of `delivery` and return its record, or `None` if the delivery is stale."""

@@ -176,7 +176,7 @@ class LmdbQueue(InProcessQueue[TopicState]):
             if not taken:
                 break
             deadline = self._clock() + self.visibility_timeout
-            for seq, lane, order, attempt, key, blob in taken:
+            for seq, lane, order, attempt, key, blob, prior in taken:
                 token = new_lease_token()
                 state.leases[token] = lease = Lease(seq, lane, order, attempt, key, deadline)
                 if key is not None:
@@ -188,7 +188,8 @@ class LmdbQueue(InProcessQueue[TopicState]):
                     del state.leases[token]
                     self._returns.bury(state, lease, decode_problem(exc))
                     continue
-                found.append(Delivery(lease.id, topic, decoded, key, priority, attempt, created, token))
+                delivery = Delivery(lease.id, topic, decoded, key, priority, attempt, created, token, prior)
+                found.append(delivery)
         if found:
             state.waiters.nudge()  # leases expire by time: make sure a waiter keeps the clock
         return found

@@ -1,6 +1,6 @@
 r"""`LmdbStore`: the on-disk layout behind `LmdbQueue` and the transactions that move messages between states.
 
-One LMDB environment, seven sub-databases. Every key starts with the topic prefix `P = topic + b"\0"`;
+One LMDB environment, eight sub-databases. Every key starts with the topic prefix `P = topic + b"\0"`;
 integers are big-endian so keys sort numerically; a *lane* is `2**63 - 1 - priority`, so the highest
 priority sorts first; `seq` numbers messages (the message id is `str(seq)`) and `order` places a message
 in its lane, both drawn from one counter kept in `meta`.
@@ -12,6 +12,7 @@ parked    P hash(key) lane order -> seq, attempt, key                       (wai
 leases    P seq                  -> lane, order, attempt, key               (returned to `ready` on open)
 delayed   P seq                  -> due (epoch s), lane, attempt, key
 dlq       P number               -> seq, attempt, failed_at, reason
+prior     P seq                  -> attempts before its last replay          (replayed messages only)
 meta      b"next"                -> the counter
 ```
 """
@@ -34,6 +35,7 @@ __all__ = ("LmdbStore", "Txn", "key_tail", "lane_of", "priority_of", "unpack_mes
 T = TypeVar("T")
 
 _U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
 _SLOT = struct.Struct(">QQ")  # lane, order
 _ENTRY = struct.Struct(">QI")  # seq, attempt (+ key tail)
 _LEASE = struct.Struct(">QQI")  # lane, order, attempt (+ key tail)
@@ -43,8 +45,8 @@ _HEADER = struct.Struct(">dqi")  # created, priority, key length or -1 (+ key + 
 _TOP = 2**63 - 1
 _NEXT = b"next"
 
-Leased = tuple[int, int, int, int, "str | None", bytes]
-"""What `Txn.lease_ready` takes: seq, lane, order, attempt, key and the stored message."""
+Leased = tuple[int, int, int, int, "str | None", bytes, int]
+"""What `Txn.lease_ready` takes: seq, lane, order, attempt, key, the stored message, prior attempts."""
 
 
 def lane_of(priority: int) -> int:
@@ -138,10 +140,15 @@ class Txn:
             txn.put(p + _U64.pack(seq), _LEASE.pack(lane, order, attempt) + value[_ENTRY.size :], db=s.leases)
             blob = txn.get(p + _U64.pack(seq), db=s.messages)
             assert blob is not None, f"message {seq} is indexed but not stored"
-            taken.append((seq, lane, order, attempt, key, blob))
+            taken.append((seq, lane, order, attempt, key, blob, self.prior(p, seq)))
             if key is not None:
                 keys.add(key)
         return taken
+
+    def prior(self, p: bytes, seq: int) -> int:
+        """The attempts message `seq` used before its last replay from the DLQ (0: never replayed)."""
+        raw = self.txn.get(p + _U64.pack(seq), db=self._store.prior)
+        return 0 if raw is None else int(_U32.unpack(raw)[0])
 
     def release(self, p: bytes, key: str) -> bool:
         """`key`'s lease ended: move its first parked message back to its place in `ready`."""
@@ -159,6 +166,7 @@ class Txn:
         self.txn.delete(p + _U64.pack(seq), db=self._store.leases)
         if drop:
             self.txn.delete(p + _U64.pack(seq), db=self._store.messages)
+            self.txn.delete(p + _U64.pack(seq), db=self._store.prior)
 
     def ready(self, p: bytes, seq: int, lane: int, order: int, attempt: int, key: str | None) -> None:
         """Put a message into its lane at `order`."""
@@ -186,12 +194,15 @@ class Txn:
         self.txn.put(p + _U64.pack(self.number()), value, db=self._store.dlq)
 
     def replay(self, p: bytes, ids: Collection[str] | None) -> int:
-        """Move DLQ entries (all, or those whose id is in `ids`) to the tails of their lanes."""
+        """Move DLQ entries (all, or those whose id is in `ids`) to the tails of their lanes.
+
+        Each starts at attempt 1 again, and the attempts it had used are added to its `prior` count.
+        """
         s, txn, moved = self._store, self.txn, 0
         cursor = txn.cursor(db=s.dlq)
         found = cursor.set_range(p)
         while found and cursor.key().startswith(p):
-            seq = _U64.unpack_from(cursor.value())[0]
+            seq, attempt = _DEAD.unpack_from(cursor.value())[:2]
             if ids is not None and str(seq) not in ids:
                 found = cursor.next()
                 continue
@@ -199,6 +210,8 @@ class Txn:
             blob = txn.get(p + _U64.pack(seq), db=s.messages)
             if blob is not None:
                 _, priority, key, _ = unpack_message(blob)
+                prior = self.prior(p, seq) + attempt
+                txn.put(p + _U64.pack(seq), _U32.pack(min(prior, 2**32 - 1)), db=s.prior)
                 self.ready(p, seq, lane_of(priority), self.number(), 1, key)
                 moved += 1
             found = cursor.key() != b""
@@ -217,9 +230,9 @@ class LmdbStore:
     def __init__(self, path: str, *, map_size: int, readonly: bool = False) -> None:
         self.readonly = readonly
         if readonly:  # the map is as large as the file; the sub-databases must exist
-            self.env = open_env(path, readonly=True, max_dbs=7)
+            self.env = open_env(path, readonly=True, max_dbs=8)
         else:
-            self.env = open_env(path, map_size=map_size, max_dbs=7)
+            self.env = open_env(path, map_size=map_size, max_dbs=8)
         create = not readonly
         self.messages = self.env.open_db(b"messages", create=create)
         self.ready = self.env.open_db(b"ready", create=create)
@@ -228,9 +241,15 @@ class LmdbStore:
         self.delayed = self.env.open_db(b"delayed", create=create)
         self.dlq = self.env.open_db(b"dlq", create=create)
         self.meta = self.env.open_db(b"meta", create=create)
+        # a read-only store never leases or replays; a directory of an earlier version has no `prior` yet
+        self.prior = self.env.open_db(b"prior", create=create) if create or self._has(b"prior") else self.meta
         with self.env.begin() as txn:
             raw = txn.get(_NEXT, db=self.meta)
         self._next = 1 if raw is None else _U64.unpack(raw)[0]
+
+    def _has(self, name: bytes) -> bool:
+        with self.env.begin() as txn:
+            return txn.get(name) is not None  # named databases are keys of the main one
 
     def write(self, change: Callable[[Txn], T]) -> T:
         """Run `change` in one write transaction and commit; grow the map and retry when it is full."""

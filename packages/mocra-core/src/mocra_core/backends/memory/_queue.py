@@ -27,7 +27,7 @@ __all__ = ("MemoryQueue",)
 class _Message:
     """One message while it lives in the queue; `Delivery` objects are made from it at each lease."""
 
-    __slots__ = ("attempt", "created", "deadline", "id", "key", "order", "payload", "priority")
+    __slots__ = ("attempt", "created", "deadline", "id", "key", "order", "payload", "prior", "priority")
 
     def __init__(
         self, id: str, payload: object, key: str | None, priority: int, created: float, order: int
@@ -38,6 +38,7 @@ class _Message:
         self.priority = priority
         self.created = created
         self.attempt = 1
+        self.prior = 0  # attempts used before its last replay
         self.order = order  # place in its lane; renewed whenever it re-enters a lane's tail
         self.deadline = 0.0  # when its current lease expires
 
@@ -212,6 +213,7 @@ class MemoryQueue(InProcessQueue[_Topic]):
                         message.attempt,
                         message.created,
                         token,
+                        message.prior,
                     )
                 )
                 if len(found) == max_messages:
@@ -324,7 +326,7 @@ class MemoryQueue(InProcessQueue[_Topic]):
         return [letter for letter, _ in entries]
 
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
-        """Move dead letters of `topic` back to it with the attempt reset; returns how many."""
+        """Move dead letters of `topic` back to it with the attempt reset (its fence goes on); how many."""
         state = self._topic(topic)
         if state.delayed:
             self._reclaim(state)  # what is due joins its lane before the replayed messages
@@ -332,6 +334,7 @@ class MemoryQueue(InProcessQueue[_Topic]):
         chosen = list(dlq) if ids is None else [i for i in dict.fromkeys(ids) if i in dlq]
         for id in chosen:
             message = dlq.pop(id)[1]
+            message.prior += message.attempt
             message.attempt = 1
             message.order = self._next
             self._next += 1

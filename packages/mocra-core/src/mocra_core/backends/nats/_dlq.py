@@ -104,7 +104,10 @@ class DeadLetterStore:
         return seq, letter, env
 
     def replays(self, topic: str, entries: Sequence[Entry]) -> tuple[list[Request], set[str]]:
-        """The publish requests that put `entries` back on `topic` with attempt 1, and the bells to ring."""
+        """The publish requests that put `entries` back on `topic` with attempt 1, and the bells to ring.
+
+        The attempts each had used are added to its `prior_attempts` (its fence keeps rising).
+        """
         requests: list[Request] = []
         bells: set[str] = set()
         for _, _letter, env in entries:
@@ -113,7 +116,8 @@ class DeadLetterStore:
             else:
                 kt = key_token(env.key)
                 subject, bell = self._names.key_subject(topic, kt), f"k{kt}"
-            fresh = msgspec.structs.replace(env, attempt=1, reason=None, failed_at=None)
+            prior = env.prior_attempts + env.attempt  # its fence goes on rising (`Fence`)
+            fresh = msgspec.structs.replace(env, attempt=1, prior_attempts=prior, reason=None, failed_at=None)
             requests.append((subject, pack(fresh), None))
             bells.add(bell)
         return requests, bells

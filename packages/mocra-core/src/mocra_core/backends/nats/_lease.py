@@ -123,7 +123,17 @@ class Leases:
             token = new_lease_token()
             self._leases[token] = Lease(raw, attempt, puller)
             out.deliveries.append(
-                Delivery(env.id, puller.topic, payload, env.key, env.priority, attempt, env.created, token)
+                Delivery(
+                    env.id,
+                    puller.topic,
+                    payload,
+                    env.key,
+                    env.priority,
+                    attempt,
+                    env.created,
+                    token,
+                    env.prior_attempts,
+                )  # fmt: skip
             )
         if now >= self._sweep_at:
             self._sweep(now)

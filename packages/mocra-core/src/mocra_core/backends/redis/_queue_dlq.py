@@ -72,7 +72,10 @@ async def replay_dead_letters(store: RedisStore, prefix: str, ids: Sequence[str]
             except PoisonMessage:
                 continue  # not ours to replay
             if chosen is None or envelope.id in chosen:
-                fresh = msgspec.structs.replace(envelope, attempt=1, reason=None, failed_at=None)
+                prior = envelope.prior_attempts + envelope.attempt  # its fence goes on rising (`Fence`)
+                fresh = msgspec.structs.replace(
+                    envelope, attempt=1, prior_attempts=prior, reason=None, failed_at=None
+                )
                 items.append((entry, lane(envelope.priority), envelope.key, pack(fresh)))
         if items:
             moved += await store.replay(prefix, items)

@@ -185,6 +185,7 @@ class Leases:
             attempt,
             envelope.created,
             token,
+            envelope.prior_attempts,
         )
 
     async def bury(self, state: Topic, lease: bytes, envelope: Envelope, attempt: int, reason: str) -> None:
