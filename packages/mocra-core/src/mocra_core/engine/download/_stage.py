@@ -25,11 +25,11 @@ import msgspec
 from ..._errors import DownloadError, HopRefused
 from ...http import Routed
 from ...modules import LoginFailed
-from ...queue._fence import Fence
-from ...topics import REQUESTS, response_topic
+from ...topics import REQUESTS
 from .._transient import TRANSIENT, retry_later
 from ._domain_feeder import DomainFeeder, DownloadSteps
 from ._hops import HopGuard
+from ._queued import queue_response
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -319,9 +319,7 @@ class DownloadStage:
                     return None  # a parse worker of this process has it (and acks the request when done)
             finally:
                 self._handing.discard(delivery._lease)
-        response.fence = Fence.of(delivery)  # its items are written under this download's claim
-        await self._queue.publish(response_topic(module.name), [response], priority=request.priority)
-        await self._queue.ack([delivery])
+        await queue_response(self._queue, delivery, response, module.name, request.priority)
         return None
 
     async def _budget_spent(self, delivery: Delivery) -> None:
