@@ -70,7 +70,7 @@ def job(tmp_path: pathlib.Path) -> Iterator[SharedJob]:
 @pytest.fixture
 def site(tmp_path: pathlib.Path) -> Iterator[LocalServer]:
     """`/p/0` links to every other page; the first request of page 3 is held back (a is frozen meanwhile)."""
-    held = []
+    held: list[str] = []
 
     async def page(request: ServerRequest) -> ServerResponse:
         if request.path == "/p/0":
