@@ -27,7 +27,12 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-IMPORT_NAMES = {"nats-py": "nats", "pyyaml": "yaml", "prometheus-client": "prometheus_client"}
+IMPORT_NAMES = {
+    "nats-py": "nats",
+    "pyyaml": "yaml",
+    "prometheus-client": "prometheus_client",
+    "quickjs-ng": "quickjs",
+}
 """Distribution name → import name, where the default (lower case, `-` → `_`) is not it."""
 
 ACCELERATORS = {"hiredis": "redis", "psycopg-binary": "psycopg"}
