@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from mocra_core.http import Request, Response
-from mocra_core.http._xpath import XNode
+from mocra_core.http import Request, Response, XNode
 
 PAGE = b"""<!doctype html><html><head><title>Shop</title></head><body>
 <h1 class="title"> Blue mug </h1><p class="price">12.50</p>

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._lazy import load_optional
 from ._request import Request, RequestRecord
 from ._response import Response, ResponseRecord
 from ._route import Routed, RoutedRecord, Routing
@@ -17,6 +20,17 @@ __all__ = (
     "Routed",
     "RoutedRecord",
     "Routing",
+    "XNode",
     "canonicalize_url",
     "fingerprint",
 )
+
+if TYPE_CHECKING:
+    from ._xpath import XNode
+
+_LAZY = {"XNode": ("._xpath", "xpath", "lxml")}
+
+
+def __getattr__(name: str) -> object:
+    """`XNode` (an element `Response.xpath` selected), imported when first named: needs the `xpath` extra."""
+    return load_optional(__name__, _LAZY, name)
