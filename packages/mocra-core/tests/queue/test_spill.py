@@ -75,3 +75,28 @@ async def test_consume_waits_for_messages_on_disk(tmp_path: pathlib.Path) -> Non
         [b] = await q.consume("t", group="g", wait=1)
         assert (a.payload, b.payload) == ("a", "b")
         assert await q.consume("t", group="g", wait=0.1) == []
+
+
+async def test_the_two_parts_never_share_an_id_and_each_delivery_returns_to_its_part(
+    tmp_path: pathlib.Path,
+) -> None:
+    from mocra_core.queue import Fence
+
+    async with SpillingQueue(codec=MsgpackCodec(), topics={"t"}, threshold=2, directory=str(tmp_path)) as q:
+        await q.publish("t", ["m1", "m2", "d1", "d2"])  # two in memory, two on disk
+        held = list(await q.consume("t", group="g", max_messages=4, wait=0))
+        held += await q.consume("t", group="g", max_messages=4, wait=0)
+        assert [d.payload for d in held] == ["m1", "m2", "d1", "d2"]
+        ids = [d.id for d in held]
+        assert len(set(ids)) == 4, ids  # each part numbers from 1: the disk's are prefixed
+        assert len({Fence.of(d).claim for d in held}) == 4
+        await q.dead_letter(held[0], reason="memory one")
+        await q.dead_letter(held[2], reason="disk one")
+        await q.ack([held[1], held[3]])
+        assert await q.pending("t") == 0  # every ack reached its own part
+        letters = {letter.payload: letter.id for letter in await q.dead_letters("t")}
+        assert set(letters) == {"m1", "d1"} and letters["d1"].startswith("s:")
+        assert await q.replay("t", [letters["d1"]]) == 1  # only the disk one, not a memory id alike
+        (back,) = await q.consume("t", group="g", max_messages=4, wait=0)
+        assert back.payload == "d1"
+        assert [letter.payload for letter in await q.dead_letters("t")] == ["m1"]

@@ -8,6 +8,10 @@ in-memory part is drained. Everything else stays in memory and is passed without
 Order: while a topic has messages on disk, new ones go to disk too, and memory is consumed first, so
 FIFO order per lane holds. Priority across the two parts is approximate: a higher lane on disk waits
 until the in-memory part of the topic is empty.
+
+Ids: each part numbers its messages from 1, so the disk part's are shown with the prefix `s:` (a
+delivery's and a dead letter's `id`, and what `replay` takes): two messages of a topic never share an id,
+and so never a claim (`Fence`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 import anyio
+import msgspec
 
 from ..backends.lmdb._queue import LmdbQueue
 from ..backends.memory._queue import MemoryQueue
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ("SpillingQueue",)
 
 _POLL = 0.05
+_DISK = "s:"  # the id prefix of the disk part's messages
 
 
 class SpillingQueue:
@@ -76,7 +82,6 @@ class SpillingQueue:
         self._directory = directory
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._disk: LmdbQueue | None = None
-        self._on_disk: dict[int, None] = {}  # lease tokens handed out by the disk part
         self.spilled = 0
 
     def _spills(self, topic: str) -> bool:
@@ -145,41 +150,49 @@ class SpillingQueue:
         if found or self._disk is None or not self._spills(topic):
             return found
         from_disk = await self._disk.consume(topic, group=group, max_messages=max_messages, wait=0)
-        for delivery in from_disk:
-            self._on_disk[delivery._lease] = None
-        return from_disk
+        return [msgspec.structs.replace(delivery, id=_DISK + delivery.id) for delivery in from_disk]
 
-    def _part(self, delivery: Delivery) -> QueueBackend:
-        if self._disk is not None and delivery._lease in self._on_disk:
-            del self._on_disk[delivery._lease]
-            return self._disk
-        return self._memory
+    def _part(self, delivery: Delivery) -> tuple[QueueBackend, Delivery]:
+        """The part `delivery` came from, and the delivery as that part knows it (its own id)."""
+        if self._disk is not None and delivery.id.startswith(_DISK):
+            return self._disk, msgspec.structs.replace(delivery, id=delivery.id.removeprefix(_DISK))
+        return self._memory, delivery
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         """Acknowledge deliveries of either part."""
         for delivery in deliveries:
-            await self._part(delivery).ack([delivery])
+            part, own = self._part(delivery)
+            await part.ack([own])
 
     async def nack(self, delivery: Delivery, *, delay: float = 0.0, reason: str = "") -> None:
         """Return a delivery to the part it came from."""
-        await self._part(delivery).nack(delivery, delay=delay, reason=reason)
+        part, own = self._part(delivery)
+        await part.nack(own, delay=delay, reason=reason)
 
     async def dead_letter(self, delivery: Delivery, *, reason: str) -> None:
         """Dead-letter a delivery in the part it came from."""
-        await self._part(delivery).dead_letter(delivery, reason=reason)
+        part, own = self._part(delivery)
+        await part.dead_letter(own, reason=reason)
 
     async def dead_letters(self, topic: str, *, limit: int = 100) -> Sequence[DeadLetter]:
-        """Dead letters of both parts, memory first."""
+        """Dead letters of both parts, memory first (the disk part's ids prefixed `s:`)."""
         found = list(await self._memory.dead_letters(topic, limit=limit))
         if self._disk is not None and len(found) < limit:
-            found.extend(await self._disk.dead_letters(topic, limit=limit - len(found)))
+            on_disk = await self._disk.dead_letters(topic, limit=limit - len(found))
+            found.extend(msgspec.structs.replace(letter, id=_DISK + letter.id) for letter in on_disk)
         return found
 
     async def replay(self, topic: str, ids: Sequence[str] | None = None) -> int:
-        """Replay dead letters of both parts."""
-        moved = await self._memory.replay(topic, ids)
-        if self._disk is not None:
-            moved += await self._disk.replay(topic, ids)
+        """Replay dead letters of both parts (`ids` as `dead_letters` shows them; `None`: all)."""
+        if ids is None:
+            memory_ids: list[str] | None = None
+            disk_ids: list[str] | None = None
+        else:
+            memory_ids = [i for i in ids if not i.startswith(_DISK)]
+            disk_ids = [i.removeprefix(_DISK) for i in ids if i.startswith(_DISK)]
+        moved = await self._memory.replay(topic, memory_ids) if memory_ids != [] else 0
+        if self._disk is not None and disk_ids != []:
+            moved += await self._disk.replay(topic, disk_ids)
         return moved
 
     async def pending(self, topic: str) -> int:
