@@ -20,13 +20,12 @@ __all__ = (
     "Routed",
     "RoutedRecord",
     "Routing",
-    "XNode",
     "canonicalize_url",
     "fingerprint",
 )
 
 if TYPE_CHECKING:
-    from ._xpath import XNode
+    from ._xpath import XNode as XNode  # lazy: see __getattr__
 
 _LAZY = {"XNode": ("._xpath", "xpath", "lxml")}
 

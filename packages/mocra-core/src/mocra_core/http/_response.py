@@ -8,24 +8,22 @@ from urllib.parse import urljoin
 import httpx
 import msgspec
 
-from .._lazy import require_extra
 from ..queue._fence import Fence  # noqa: TC001 - msgspec resolves it at runtime
 from ._charset import declared_encoding, decode_body, decode_lossy
 from ._request import Request, RequestRecord
 from ._route import NO_ROUTING, Routing
 from ._selector import base_href, iter_attribute, may_have_base, parse_html, select, select_first
 from ._url import BaseURL, clean_href, escape_url, needs_escape
+from ._xselect import XPathSelectable
 
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Iterable
 
-    from lxml import etree
     from selectolax.lexbor import LexborHTMLParser
 
     from ..scope import UrlRules
     from ._selector import Node
-    from ._xpath import XNode
 
 __all__ = ("Response", "ResponseRecord")
 
@@ -48,7 +46,7 @@ class ResponseRecord(msgspec.Struct, array_like=True, omit_defaults=True):
     fence: Fence | None = None  # format 1.1: the claim of the download that made it (queued responses)
 
 
-class Response:
+class Response(XPathSelectable):
     """A downloaded response, with the request that produced it.
 
     Non-2xx responses reach your parse callback too, unless the retry policy took them.
@@ -93,7 +91,6 @@ class Response:
         "routing",
         "status",
         "url",
-        "_xtree",
     )
 
     def __init__(
@@ -118,7 +115,7 @@ class Response:
         self.fence = fence
         self._decoded: tuple[str, str, bool] | None = None
         self._tree: LexborHTMLParser | None = None
-        self._xtree: etree._Element | None = None
+        super().__init__()  # XPathSelectable: the lxml tree, parsed on first use
         self._base: BaseURL | None = None
 
     @property
@@ -242,58 +239,6 @@ class Response:
             ValueError: `selector` is not valid CSS.
         """
         return select_first(self._parsed(), selector)
-
-    def _xparsed(self) -> etree._Element:
-        if self._xtree is None:
-            require_extra("lxml", "xpath", "Response.xpath")
-            from ._xpath import parse_xml_html
-
-            text, encoding, exact = self._decode()
-            body = self.body if encoding == "utf-8" and exact else text.encode("utf-8")
-            self._xtree = parse_xml_html(body[3:] if body.startswith(_UTF8_BOM) else body)
-        return self._xtree
-
-    def xpath(self, expression: str, **variables: Any) -> list[XNode | str]:
-        """Return the node-set an XPath 1.0 expression selects (the page is parsed with lxml on first use).
-
-        Elements are `mocra_core.http.XNode` (`.text()`, `.attrs`, `.xpath()`, `.tag`, `.html`, `.element`);
-        text nodes and attribute values are `str`. `$name` in the expression reads the keyword argument
-        `name` (no quoting to get wrong). For `count()`, `string()`, `sum()` or a comparison use
-        `xpath_value`. Needs the `xpath` extra (lxml).
-
-        Raises:
-            ValueError: the expression is not valid XPath, names a variable not given, or computes a value.
-            MissingExtra: lxml is not installed (`pip install 'mocra[xpath]'`).
-
-        Example:
-            >>> html = b'<ul><li><a href="/a">A</a></li><li><a href="/b"> B </a></li></ul>'
-            >>> r = Response("https://example.com/", 200, [], html, Request("https://example.com/"))
-            >>> r.xpath("//li/a/@href"), r.xpath_value("count(//li)")
-            (['/a', '/b'], 2.0)
-            >>> [a.text(strip=True) for a in r.xpath("//a[@href=$h]", h="/b")]
-            ['B']
-        """
-        tree = self._xparsed()  # MissingExtra before the import below can fail
-        from ._xpath import xpath
-
-        return xpath(tree, expression, **variables)
-
-    def xpath_first(self, expression: str, **variables: Any) -> XNode | str | None:
-        """Return the first node an XPath expression selects, or `None` (see `xpath`)."""
-        tree = self._xparsed()
-        from ._xpath import xpath_first
-
-        return xpath_first(tree, expression, **variables)
-
-    def xpath_value(self, expression: str, **variables: Any) -> str | float | bool:
-        """Return what a computing XPath expression gives: `count()` → `float`, `string()` → `str`, ...
-
-        A node-set expression gives the string value of its first node (`''` for none).
-        """
-        tree = self._xparsed()
-        from ._xpath import xpath_value
-
-        return xpath_value(tree, expression, **variables)
 
     def links(
         self, selector: str = "a[href]", *, attribute: str = "href", rules: UrlRules | None = None

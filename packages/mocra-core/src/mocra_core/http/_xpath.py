@@ -137,6 +137,7 @@ class XNode:
     """An element an XPath expression selected; `.element` is the lxml element itself.
 
     Example:
+        >>> from mocra_core.http._xpath import parse_xml_html, xpath_first
         >>> root = parse_xml_html(b'<div id="d"><p class="x"> Hello <b>you</b> </p></div>')
         >>> p = xpath_first(root, "//p")
         >>> p.tag, p.attrs, p.text(), p.text(strip=True, separator=" "), p.xpath_value("string(b)")
