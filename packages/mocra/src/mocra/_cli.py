@@ -73,6 +73,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     key = [field for text in args.key for field in text.split(",") if field]
     outputs = functools.partial(job_sinks, args.output, table=args.table, key=key, continues=_continues)
     builder = job_builder(spiders, settings=settings, sink=outputs(per_job=False))
+    if args.reload:
+        builder.reload(args.path)
     if args.cluster:
         from mocra_core.engine import cluster_from_env
 
@@ -218,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="take the work from a tenants store (`mocra store`): sqlite:///… or postgresql://…",
     )
     run.add_argument("--spider", action="append", help="run only the spider with this name (repeatable)")
+    run.add_argument(
+        "--reload",
+        action="store_true",
+        help="load new code from PATH while running: alone on a job, when the file changes; with --queue, "
+        "once `mocra deploy` activated the file's code (work already queued drains on the old code)",
+    )
     run.add_argument(
         "--cluster",
         action="store_true",

@@ -37,6 +37,7 @@ class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
         responses: Pages it downloaded in this run.
         items: Items it wrote in this run.
         pages_per_second: Its rate over its run.
+        generations: The generations of each module it has code of (`mocra_core.generations`).
     """
 
     id: str
@@ -48,6 +49,7 @@ class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
     responses: int = 0
     items: int = 0
     pages_per_second: float = 0.0
+    generations: dict[str, list[int]] = {}
 
 
 class ClusterNode(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,7 +15,8 @@ Other workers' writes are not seen here; the engine reads twice, some time apart
 counts there, so they stay in step with the work its queue holds as done. `dead_lettered`, if given, is
 called for every message this process sends to a dead-letter queue, whether a stage asked for it
 (`dead_letter`) or the queue moved it there because its attempts ran out (`nack` at `max_attempts`): the
-one place the run's dead-letter count is kept, so it agrees with the queue.
+one place the run's dead-letter count is kept, so it agrees with the queue. `open_work`, if given, hears of
+every message queued and every one settled (acknowledged or dead-lettered), for the generations' drain.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     from ..queue import DeadLetter, Delivery, QueueBackend
+    from ._open_work import OpenWork
 
 __all__ = ("ActivityQueue",)
 
@@ -40,6 +42,7 @@ class ActivityQueue:
         settled: Called after each ack, nack and dead-letter that worked (not after one that raised).
         dead_lettered: Called after each message this process sent to a dead-letter queue.
         max_attempts: The queue's `max_attempts`: a `nack` of a delivery on that attempt dead-letters it.
+        open_work: Counts the messages of each generation queued and settled (`OpenWork`).
 
     Example:
         >>> import anyio
@@ -53,7 +56,7 @@ class ActivityQueue:
         (True, False)
     """
 
-    __slots__ = ("_busy", "_dead_lettered", "_done", "_max_attempts", "_settled", "inner")
+    __slots__ = ("_busy", "_dead_lettered", "_done", "_max_attempts", "_open", "_settled", "inner")
 
     def __init__(
         self,
@@ -62,8 +65,10 @@ class ActivityQueue:
         settled: Callable[[], None] | None = None,
         dead_lettered: Callable[[], None] | None = None,
         max_attempts: int | None = None,
+        open_work: OpenWork | None = None,
     ) -> None:
         self.inner = inner
+        self._open = open_work
         self._busy = 0
         self._done = 0
         self._settled = settled
@@ -94,6 +99,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._open is not None:
+            self._open.published(payloads)
 
     async def consume(
         self, topic: str, *, group: str, max_messages: int = 1, wait: float = 1.0
@@ -109,6 +116,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._open is not None:
+            self._open.settled(deliveries)
         if self._settled is not None:
             self._settled()
 
@@ -121,8 +130,11 @@ class ActivityQueue:
             self._busy -= 1
             self._done += 1
         limit = self._max_attempts
-        if self._dead_lettered is not None and limit is not None and delivery.attempt >= limit:
-            self._dead_lettered()
+        if limit is not None and delivery.attempt >= limit:
+            if self._dead_lettered is not None:
+                self._dead_lettered()
+            if self._open is not None:
+                self._open.settled((delivery,))
         if self._settled is not None:
             self._settled()
 
@@ -134,6 +146,8 @@ class ActivityQueue:
         finally:
             self._busy -= 1
             self._done += 1
+        if self._open is not None:
+            self._open.settled((delivery,))
         if self._dead_lettered is not None:
             self._dead_lettered()
         if self._settled is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ..download._proxy_route import PROXY_META
 from ._fan_in import open_units
 from ._frontier import seen_scope
@@ -54,6 +56,9 @@ class Admission:
     ) -> None:
         """Queue requests (scope, depth, dedup) beside `routing`, counted as open work of their node.
 
+        They are stamped with their module's current generation (`ModuleTable.stamp`): the work of a
+        draining generation makes work of the active one.
+
         `origin`: the URL of the page they were found on (a response's final URL); `None` for seeds and
         requests a node generates, which are then held to the scope's `allowed_domains` only (and a seed
         out of it is warned about). `redelivered`: they come from a redelivered task or response, so dedup
@@ -73,6 +78,9 @@ class Admission:
             for request in requests:
                 if PROXY_META not in request.meta:
                     request.meta[PROXY_META] = module.proxy  # each request owns its meta dict
+        stamp = self._router.stamp(module.name)
+        if routing.generation != stamp:  # new work runs on the module's current generation
+            routing = msgspec.structs.replace(routing, generation=stamp)
         scope = seen_scope(module, routing)
         key = self._router.key(module.name, routing.account)
         admitted = await self._frontier.submit(

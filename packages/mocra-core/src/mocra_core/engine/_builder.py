@@ -55,6 +55,7 @@ class MocraBuilder:
         self._cluster: ClusterConfig | None = None
         self._registry: JobRegistry | None = None
         self._api: str | None = None
+        self._reload: str | None = None
 
     def spider(self, spider: Spider[Any], sink: DataSink | None = None) -> MocraBuilder:
         """Add a spider; its items go to `sink` (none: items are counted, not kept).
@@ -99,6 +100,19 @@ class MocraBuilder:
     def job_dir(self, path: str) -> MocraBuilder:
         """Keep the crawl's state in `path` so that the same run resumes after Ctrl-C or a crash."""
         return self.set(f"crawl.job_dir={path!r}".replace("'", '"'))
+
+    def reload(self, path: str) -> MocraBuilder:
+        """Load new generations of the run's modules from `path`, their file (`mocra run --reload`).
+
+        Alone on its job, the run deploys the file when it changes (imported apart, then activated); a
+        worker of a shared job loads it once `mocra deploy` activated its code. Only that file is loaded.
+
+        Example:
+            >>> Mocra.builder().reload("spider.py") is not None
+            True
+        """
+        self._reload = path
+        return self
 
     def store(self, url: str) -> MocraBuilder:
         """Take the run's work from a mocra-store database (`mocra[store]`), as `mocra run --store` does.
@@ -261,6 +275,7 @@ class MocraBuilder:
             self._downloaders,
             cluster=self._cluster,
             registry=self._registry,
+            reload=self._reload,
         )
 
     async def run_async(

@@ -28,9 +28,11 @@ from ._backends import open_backends, open_part
 from ._budget import page_budget
 from ._end import EndCheck, StopReason
 from ._failures import Failure, dead_letters_of, describe_dead_letter
+from ._generation_follow import GenerationFollow
 from ._job_counts import job_counts
 from ._job_ops import JobOps
 from ._lifecycle import ENGINE, FINAL, Lifecycle, describe_error
+from ._open_work import OpenWork
 from ._outcome import why_nothing_crawled
 from ._plan import BackendPlan, job_name
 from ._stage_runner import Background, Progress, StageRunner, report_progress
@@ -108,7 +110,8 @@ class Engine:
     Built by the `Mocra` builder; one engine runs once. `ownership` (a cluster's, e.g.
     `ControlPlaneOwnership`) splits cron fires by account owner and, without a job-wide gate, per-domain
     politeness by member count; None is one node (cron on the coordination store's leader). Once its
-    run is wired, `view` reads and steers the job (pause, resume, stop), and `registry` lists it.
+    run is wired, `view` reads and steers the job (pause, resume, stop), and `registry` lists it. With
+    `reload` (the file its modules came from) it loads their new generations from that file (`--reload`).
 
     Example:
         >>> from mocra_core import Mocra, Spider
@@ -130,8 +133,10 @@ class Engine:
         ownership: Ownership | None = None,
         cluster: ClusterConfig | None = None,
         registry: JobRegistry | None = None,
+        reload: str | None = None,
     ) -> None:
         self._registry = registry
+        self._reload = reload
         self._view: EngineJobView | None = None
         self._hold = Hold()  # paused: no new download or generation starts
         self._stop_asked = anyio.Event()
@@ -258,18 +263,26 @@ class Engine:
                 shared=plan.shared,
                 used=stats.earlier.requests,
             )
+            open_work = OpenWork()
             queue = ActivityQueue(
                 backends.queue,
+                open_work=open_work,
                 settled=None if counts is None else counts.settled,  # after every ack
                 dead_lettered=stats.dead_letter,
                 max_attempts=settings.queue.max_attempts,
             )
             recorder = await self._plan_work(stack, settings.store.url, job=plan.job)
             where = f"job dir {plan.job_dir}" if plan.job_dir is not None else f"job {plan.job!r}"
-            await check_modules(self._modules, backends.coordination, where, shared=plan.shared)
+            gens = await check_modules(self._modules, backends.coordination, where, shared=plan.shared)
             stages, end, crons = await self._wire(
-                stack, backends, queue, downloaders, writers, budget, recorder
+                stack, backends, queue, downloaders, writers, budget, recorder, gens
             )
+            assert stages.modules is not None
+            follow = GenerationFollow(
+                stages.modules, open_work, backends.coordination, job=where, scope=settings.crawl.scope,
+                reload=self._reload, shared=plan.shared,
+            )  # fmt: skip
+            await follow.start()
             topics = run_topics(self._modules)
             report = (
                 None
@@ -280,14 +293,15 @@ class Engine:
             )
             ops = await JobOps.open(
                 backends, queue, stats, self._hold, topics=topics, state=lambda: self.state,
-                on_stop=self._stop_asked.set, proxies=stages.proxies,
+                on_stop=self._stop_asked.set, proxies=stages.proxies, generations=stages.modules.loaded,
             )  # fmt: skip
             stack.push_async_callback(ops.view.detach)  # before the backends close
             self._view = ops.view
             if self._registry is not None:
                 self._registry.add(ops.view)
             unique_writers = list({id(writer): writer for writer in writers.values()}.values())
-            background = Background(unique_writers, crons, counts, report, ops.tasks, self._hold)
+            tasks = (*ops.tasks, follow.run)
+            background = Background(unique_writers, crons, counts, report, tasks, self._hold)
             life.move(ENGINE, "ready", cause=plan.describe())
             runner = StageRunner(stages, life, settings.crawl, interrupt=self.interrupt)
             reason = await runner.run(end, background, handle_signals=handle_signals)
@@ -336,13 +350,17 @@ class Engine:
         writers: Mapping[str, ItemWriter],
         budget: PageBudget | None,
         recorder: RunRecorder | None,
+        generations: Mapping[str, int],
     ) -> tuple[Stages, EndCheck, Crons]:
         """Build the stages, seed the job (once), the end check and the cron schedules."""
         life = self._lifecycle
         for part in STAGES:
             life.move(part, "prepare")
         settings, owners, hold = self._settings, self._ownership, self._hold
-        wiring = Wiring(self._modules, settings, self._chain, self._stats, ownership=owners, hold=hold)
+        wiring = Wiring(
+            self._modules, settings, self._chain, self._stats,
+            ownership=owners, hold=hold, generations=generations,
+        )  # fmt: skip
         stages = await wiring.stages(stack, backends, queue, downloaders, writers, budget)
         for part in STAGES:
             life.move(part, "ready")

@@ -54,8 +54,11 @@ class JobOps:
         state: Callable[[], str],
         on_stop: Callable[[], None],
         proxies: ProxyRoute | None = None,
+        generations: Callable[[], dict[str, list[int]]] | None = None,
     ) -> JobOps:
         """Read the job's control keys (a paused job holds this worker at once) and make the view.
+
+        `generations` tells the heartbeat the generations of each module this worker has code of.
 
         Raises:
             CoordinationError: the store failed.
@@ -78,11 +81,17 @@ class JobOps:
             proxies=proxies,
         )
         worker = new_worker_id()
-        describe = functools.partial(_describe, worker, time.time(), state, stats)
+        describe = functools.partial(_describe, worker, time.time(), state, stats, generations)
         return cls(view, (control.watch, functools.partial(workers.beat_every, worker, describe)))
 
 
-def _describe(worker: str, started: float, state: Callable[[], str], stats: Stats) -> WorkerInfo:
+def _describe(
+    worker: str,
+    started: float,
+    state: Callable[[], str],
+    stats: Stats,
+    generations: Callable[[], dict[str, list[int]]] | None = None,
+) -> WorkerInfo:
     elapsed = stats.elapsed
     return WorkerInfo(
         id=worker,
@@ -94,4 +103,5 @@ def _describe(worker: str, started: float, state: Callable[[], str], stats: Stat
         responses=stats.responses,
         items=stats.items,
         pages_per_second=stats.responses / elapsed if elapsed > 0 else 0.0,
+        generations={} if generations is None else generations(),
     )

@@ -113,9 +113,15 @@ class TaskRouter:
         await self.publish(tasks)
 
     async def publish(self, tasks: Sequence[Task]) -> None:
-        """Queue `tasks`, each counted as open work of its node (modules with fan-in) and keyed by account."""
+        """Queue `tasks`, each counted as open work of its node (modules with fan-in) and keyed by account.
+
+        A task without a generation is stamped with its module's current one (`ModuleTable.stamp`).
+        """
         if not tasks:
             return
+        for task in tasks:
+            if not task.generation:
+                task.generation = self._modules.stamp(task.module)
         by_module: Counter[str] = Counter(t.module for t in tasks)
         for name in by_module:
             if self._modules.module_of(name).fan_in:
@@ -135,3 +141,7 @@ class TaskRouter:
         if self._affinity is None or account is None:
             return None
         return self._affinity(f"{module}:{account}")
+
+    def stamp(self, module: str) -> int:
+        """The generation new work of `module` is stamped with (`ModuleTable.stamp`)."""
+        return self._modules.stamp(module)

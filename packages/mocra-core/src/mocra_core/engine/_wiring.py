@@ -80,6 +80,7 @@ class Stages:
     outage: Outage
     pace: Pace = Pace()
     proxies: ProxyRoute | None = None
+    modules: ModuleTable | None = None
 
 
 class Crons:
@@ -107,6 +108,7 @@ class Wiring:
         stats: The run's counters.
         ownership: A cluster's ownership (cron fires by account owner, per-domain shares), or None.
         hold: The run's pause gate: while held, no download or generation starts.
+        generations: The generation of each module's code (`check_modules`), stamped on new work.
     """
 
     def __init__(
@@ -118,8 +120,10 @@ class Wiring:
         *,
         ownership: Ownership | None,
         hold: Hold | None = None,
+        generations: Mapping[str, int] | None = None,
     ) -> None:
         self._hold = hold
+        self._generations = generations
         self._modules = modules
         self._settings = settings
         self._chain = chain
@@ -141,7 +145,8 @@ class Wiring:
         proxies = await route_proxies(stack, settings, downloaders, backends.plan, self._modules, stats)
         frontier = Frontier(queue, backends.seen, stats, max_depth=crawl.max_depth)
         affinity = ownership.partition_key if ownership and crawl.account_affinity else None
-        modules, runbook = ModuleTable(self._modules, queue), RunBook(backends.coordination)
+        modules = ModuleTable(self._modules, queue, generations=self._generations)
+        runbook = RunBook(backends.coordination)
         router = TaskRouter(queue, modules, runbook, affinity=affinity)
         admission, fan_in = Admission(frontier, runbook, router, stats), FanIn(runbook, router)
         robots = (
@@ -207,6 +212,7 @@ class Wiring:
             outage=outage,
             pace=pace,
             proxies=proxies,
+            modules=modules,
         )
 
     def crons(

@@ -14,8 +14,9 @@ from ._code import UNKNOWN_HASH, code_hash
 from ._deploy import Deployed, activate_number, deploy, prepare
 from ._errors import DeployConflict, DeployRefused
 from ._record import Generation, GenerationState, JobGenerations, ModuleGenerations
+from ._reload import load_file
 from ._shapes import RecordedResponse
-from ._store import GENERATIONS, activate, read_generations, recorded_names, register
+from ._store import GENERATIONS, activate, read_generations, recorded_names, register, retire
 from ._watch import GenerationWatch, active_in_file
 
 __all__ = (
@@ -35,10 +36,12 @@ __all__ = (
     "active_in_file",
     "code_hash",
     "deploy",
+    "load_file",
     "prepare",
     "read_generations",
     "recorded_names",
     "register",
+    "retire",
 )
 
 for _name in __all__:  # shown as of this package; msgspec structs keep theirs (it resolves their annotations)

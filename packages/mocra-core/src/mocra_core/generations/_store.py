@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from ..coordination import Coordination
 
-__all__ = ("GENERATIONS", "MODULES", "activate", "read_generations", "recorded_names", "register")
+__all__ = ("GENERATIONS", "MODULES", "activate", "read_generations", "recorded_names", "register", "retire")
 
 GENERATIONS = "generations"
 """Coordination key of the job's `JobGenerations` (JSON)."""
@@ -104,6 +104,32 @@ def _target(
     if gens is None:
         return ModuleGenerations.new(target, now=now, shape=shape)
     return gens.activate(target, now=now, shape=shape)
+
+
+async def retire(coordination: Coordination, name: str, number: int) -> bool:
+    """Retire the draining generation `number` of `name` (its work is done); False if it is not draining.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.coordination import LocalCoordination
+        >>> async def main() -> list[str]:
+        ...     store = LocalCoordination()
+        ...     first = await activate(store, {"news": "a1"}, seen=None, job="j")
+        ...     await activate(store, {"news": "b2"}, seen=first, job="j")
+        ...     await retire(store, "news", 1)
+        ...     _, record = await read_generations(store)
+        ...     return [g.state for g in record.modules["news"].generations]
+        >>> anyio.run(main)
+        ['retired', 'active']
+    """
+    while True:
+        raw, current = await read_generations(coordination)
+        gens = None if current is None else current.modules.get(name)
+        found = None if gens is None else gens.number(number)
+        if current is None or gens is None or found is None or found.state != "draining":
+            return False
+        if await _store(coordination, raw, current, current.with_module(name, gens.retire(number))):
+            return True
 
 
 async def register(

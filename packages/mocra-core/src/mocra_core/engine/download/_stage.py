@@ -174,9 +174,9 @@ class DownloadStage:
         if self._budget is not None and self._budget.spent:
             await self._budget_spent(delivery)
             return None
-        module = self._modules.find(routed.routing.node)
+        module = self._modules.find(routed.routing.node, routed.routing.generation)
         if module is None:
-            await self._modules.foreign(delivery, routed.routing.node)
+            await self._modules.foreign(delivery, routed.routing.node, routed.routing.generation)
             return None
         try:
             prepared = await self._ready(delivery, routed, module)
@@ -219,7 +219,7 @@ class DownloadStage:
 
     async def _gate_failed(self, delivery: Delivery, exc: Exception) -> None:
         routed: Routed = delivery.payload  # type: ignore[assignment]
-        module = self._modules.find(routed.routing.node)
+        module = self._modules.find(routed.routing.node, routed.routing.generation)
         assert module is not None  # it was found when the request was prepared
         await self._failed(delivery, routed, module, exc)
 

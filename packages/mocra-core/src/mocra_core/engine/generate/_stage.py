@@ -104,9 +104,9 @@ class GenerateStage:
     async def _handle(self, delivery: Delivery) -> None:
         task = delivery.payload
         assert isinstance(task, Task)
-        module = self._modules.find(task.module)
+        module = self._modules.find(task.module, task.generation)
         if module is None:
-            return await self._modules.foreign(delivery, task.module)
+            return await self._modules.foreign(delivery, task.module, task.generation)
         runbook = self._runbook
         if await runbook.is_stopped(task.run):
             self._stats.drop("stopped")
@@ -160,7 +160,7 @@ class GenerateStage:
             )  # fmt: skip
 
     async def _failed(self, delivery: Delivery, task: Task, exc: Exception) -> None:
-        module = self._modules.module_of(task.module)
+        module = self._modules.module_of(task.module, task.generation)
         origin = task.origin.split() if task.origin is not None else None
         fallback = (
             task.node != module.entry

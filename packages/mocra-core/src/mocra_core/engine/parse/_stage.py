@@ -142,9 +142,9 @@ class ParseStage:
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
         routing = response.routing
-        module = self._modules.find(routing.node)
+        module = self._modules.find(routing.node, routing.generation)
         if module is None:
-            return await self._modules.foreign(delivery, routing.node)
+            return await self._modules.foreign(delivery, routing.node, routing.generation)
         node = (routing.node or "").rpartition("/")[2]
         if await self._runbook.is_stopped(routing.run):
             self._stats.drop("stopped")
