@@ -1,4 +1,4 @@
-"""The `mocra` command line: run, serve, deploy, demo, dlq, status, cluster, store, version."""
+"""The `mocra` command line: run, new, check, serve, deploy, demo, dlq, status, cluster, store, version."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 
 from mocra_core import MocraError
 
+from ._check import add_check_command
 from ._deploy import add_deploy_command
 from ._job_queues import add_job_arguments
+from ._new import add_new_command
 from ._progress import ProgressLine
 from ._run import load_spiders, print_summary
 from ._serve import add_api_argument, add_serve_command
@@ -234,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_api_argument(run, default=None)
     run.set_defaults(func=_cmd_run)
+    add_new_command(commands)
+    add_check_command(commands)
 
     demo = commands.add_parser("demo", help="crawl the bundled offline demo bookshop")
     demo.add_argument(
