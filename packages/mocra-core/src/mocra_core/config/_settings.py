@@ -353,6 +353,10 @@ class StoreSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """All settings of a run. Every section has working defaults: `Settings()` needs nothing.
 
+    Attributes:
+        log_level: `DEBUG`, `INFO`, `WARNING` or `ERROR`. Checked, but not applied yet: `mocra run` logs at
+            `INFO`, and at `DEBUG` with `-vv`.
+
     Example:
         >>> Settings().crawl.concurrency
         64
