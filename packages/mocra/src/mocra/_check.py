@@ -161,9 +161,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 0
     tally = anyio.run(check_targets, targets, settings, sys.stdout)
     total = tally.passed + tally.failed
-    sys.stdout.write(
-        f"{total} contracts in {len(targets)} callbacks: {tally.passed} passed, {tally.failed} failed\n"
-    )
+    callbacks = f"{len(targets)} callback{'s' * (len(targets) != 1)}"
+    sys.stdout.write(f"{total} contracts in {callbacks}: {tally.passed} passed, {tally.failed} failed\n")
     return 1 if tally.failed else 0
 
 

@@ -179,10 +179,18 @@ def add_new_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "(a list page, then each page it links to). It runs with `mocra run` and its parse docstrings "
         "hold contracts for `mocra check`. An existing file is never overwritten.",
     )
-    parser.add_argument("kind", choices=KINDS, help="spider: one class; module: a crawl of several steps")
-    parser.add_argument("name", help="the spider's name: a letter, then letters, digits, '_' or '-'")
+    parser.add_argument(
+        "kind",
+        choices=KINDS,
+        metavar="{spider,module}",
+        help="spider: one class; module: a crawl of several steps",
+    )
+    parser.add_argument(
+        "name", metavar="NAME", help="the spider's name: a letter, then letters, digits, '_' or '-'"
+    )
     parser.add_argument(
         "url",
+        metavar="URL",
         nargs="?",
         help="the start URL (https:// is added to a bare host); a module's defaults to https://example.com/",
     )
