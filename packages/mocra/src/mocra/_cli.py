@@ -221,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="take the work from a tenants store (`mocra store`): sqlite:///… or postgresql://…",
     )
-    run.add_argument("--spider", action="append", help="run only the spider with this name (repeatable)")
+    run.add_argument(
+        "--spider", action="append", help="run only the spider or module with this name (repeatable)"
+    )
     run.add_argument(
         "--reload",
         action="store_true",
@@ -243,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "-o", "--output", default="items.jsonl", help="where to write the books (default items.jsonl)"
     )
-    demo.add_argument("--books", type=int, default=50, help="number of books on the demo site")
+    demo.add_argument("--books", type=int, default=50, help="number of books on the demo site (default 50)")
     demo.add_argument("--serve", action="store_true", help="only serve the demo site (for your own spider)")
     demo.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
     demo.set_defaults(func=_cmd_demo)

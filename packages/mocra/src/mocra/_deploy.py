@@ -43,7 +43,9 @@ def add_deploy_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="run the spiders' parse over the responses recorded there (.json records, or HTML files) "
         "and refuse a parse that raises or items shaped unlike the active generation's",
     )
-    parser.add_argument("--spider", action="append", default=[], help="only this spider (repeatable)")
+    parser.add_argument(
+        "--spider", action="append", default=[], help="only this spider or module (repeatable)"
+    )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--activate", type=int, metavar="N", help="activate generation N again (a rollback)")
     what.add_argument("--status", action="store_true", help="list the job's generations")

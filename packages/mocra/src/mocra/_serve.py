@@ -156,7 +156,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         '"settings": {...}, "start_urls": [...]} starts a job, as `mocra run` would. Jobs run side by '
         "side; Ctrl-C drains them and stops.",
     )
-    serve.add_argument("path", help="a .py file defining one or more Spider subclasses")
+    serve.add_argument("path", help="a .py file defining one or more Spider or Module subclasses")
     add_api_argument(serve, default="127.0.0.1:12800")
     serve.add_argument(
         "-o",
@@ -175,5 +175,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     serve.add_argument("-c", "--config", help="a TOML settings file")
     serve.add_argument("--queue", metavar="URL", help="the jobs' broker: redis://…, nats://… or kafka://…")
-    serve.add_argument("--spider", action="append", help="offer only the spider with this name (repeatable)")
+    serve.add_argument(
+        "--spider", action="append", help="offer only the spider or module with this name (repeatable)"
+    )
     serve.set_defaults(func=_cmd_serve)
