@@ -52,14 +52,14 @@ class Books(Spider[Book]):
         title, price = response.css_first("h1"), response.css_first(".price")
         ctx.emit(Book(title=title.text() if title else "", price=price.text() if price else None))
 
-    async def parse_by_attribute(self, response: Response, ctx: Ctx[Book]) -> None:
-        ctx.emit(Book(title="x", price=response.meta.get("currency")))
-
     async def parse_with_meta(self, response: Response, ctx: Ctx[Book]) -> None:
         \"\"\"@url {base}/book/1
         @meta {{"currency": "EUR"}}
         @scrapes price
         \"\"\"
+        ctx.emit(Book(title="x", price=response.meta.get("currency")))
+
+    async def parse_by_attribute(self, response: Response, ctx: Ctx[Book]) -> None:
         ctx.emit(Book(title="x", price=response.meta.get("currency")))
 
 
@@ -135,12 +135,12 @@ def test_every_contract_passes_on_a_good_page(
         f"  ok    @url {base}/book/1: status 200; 1 items, 0 requests, 0 tasks",
         "  ok    @returns items 1 1",
         "  ok    @scrapes title price",
+        "books.parse_with_meta",  # in the file's order
+        f"  ok    @url {base}/book/1: status 200; 1 items, 0 requests, 0 tasks",
+        "  ok    @scrapes price",
         "books.parse_by_attribute",
         f"  ok    @url {base}/book/1: status 200; 1 items, 0 requests, 0 tasks",
         "  ok    @returns items 1 1",
-        "books.parse_with_meta",
-        f"  ok    @url {base}/book/1: status 200; 1 items, 0 requests, 0 tasks",
-        "  ok    @scrapes price",
         "shop.detail",
         f"  ok    @url {base}/list: status 200; 0 items, 0 requests, 2 tasks",
         "  ok    @returns tasks 2 2",
@@ -305,18 +305,28 @@ class Down(Spider[dict]):
     assert str(path) in out
 
 
-def test_a_contracts_mapping_naming_no_callback_is_refused(
-    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("contracts", "problem"),
+    [
+        (
+            '{"pasre": ["@url https://e.com/"]}',
+            "typo.contracts: names no callback ['pasre']; known: ['parse']",
+        ),
+        ('["@url https://e.com/"]', "typo.contracts: must map callback names to contract lines"),
+    ],
+)
+def test_a_contracts_attribute_must_map_callbacks(
+    contracts: str, problem: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(
         tmp_path,
-        """
+        f"""
         from mocra import Spider
 
 
         class Typo(Spider[dict]):
             name = "typo"
-            contracts = {"pasre": ["@url https://e.com/"]}
+            contracts = {contracts}
 
             async def parse(self, response, ctx): ...
         """,
@@ -325,7 +335,7 @@ def test_a_contracts_mapping_naming_no_callback_is_refused(
     code, out = check(capsys, str(path))
 
     assert code == 2
-    assert "typo.contracts: names no callback ['pasre']; known: ['parse']" in out
+    assert problem in out
 
 
 def test_a_file_without_contracts_says_how_to_add_them(tmp_path: pathlib.Path) -> None:

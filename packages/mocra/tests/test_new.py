@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 
 import msgspec
@@ -159,3 +160,30 @@ def test_generated_files_pass_the_projects_ruff_and_mypy_strict(kind: str, tmp_p
     assert lint.returncode == 0, lint.stdout
     assert style.returncode == 0, style.stdout
     assert types.returncode == 0, types.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_templates(tmp_path: pathlib.Path) -> None:
+    uv = pathlib.Path(sys.executable).parent / "uv"
+    built = subprocess.run(
+        [
+            str(uv) if uv.exists() else "uv",
+            "build",
+            "--package",
+            "mocra",
+            "--wheel",
+            "--out-dir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    [wheel] = tmp_path.glob("mocra-*.whl")
+
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+
+    assert {"mocra/templates/spider.py.tmpl", "mocra/templates/module.py.tmpl"} <= names

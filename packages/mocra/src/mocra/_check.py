@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,7 +23,7 @@ from ._run import load_spiders
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
 
     from mocra_core import Response, Settings
 
@@ -45,11 +46,29 @@ def find_targets(crawls: Sequence[Spider[Any] | Module[Any]], *, source: str) ->
 
     Raises:
         ConfigError: a malformed contract, an `@url` that is not an http(s) URL, or a `contracts`
-            mapping naming no callback (`source` is the file).
-    """
+            attribute that is not a mapping of callback names (`source` is the file).
+
+    Example:
+        >>> class Books(Spider[dict[str, str]]):
+        ...     name = "books"
+        ...     contracts = {"parse_book": ["@url https://example.com/book/1", "@scrapes title"]}
+        ...     async def parse(self, response, ctx):
+        ...         '''The list.
+        ...
+        ...         @url https://example.com/
+        ...         @returns requests 1
+        ...         '''
+        ...     async def parse_book(self, response, ctx): ...
+        >>> [(t.where, t.request.url, t.request.callback) for t in find_targets([Books()], source="books.py")]
+        [('books.parse', 'https://example.com/', None), ('books.parse_book', 'https://example.com/book/1', 'parse_book')]
+    """  # noqa: E501
     targets = []
     for crawl in crawls:
-        declared: Mapping[str, str | Sequence[str]] = getattr(crawl, "contracts", None) or {}
+        declared = getattr(crawl, "contracts", None) or {}
+        if not isinstance(declared, Mapping):
+            raise ConfigError(
+                f"{crawl.name}.contracts", "must map callback names to contract lines", source=source
+            )
         callbacks = dict(_callbacks(crawl))
         unknown = sorted(set(declared) - set(callbacks))
         if unknown:
@@ -77,12 +96,18 @@ def _callbacks(
 ) -> Iterator[tuple[str, tuple[Callable[[Response, Ctx[Any]], Awaitable[None]], str | None]]]:
     """(name, (callback, Request.callback)) of a spider's async methods or a module's node parses."""
     if isinstance(crawl, Spider):
-        for name, _ in inspect.getmembers_static(type(crawl), inspect.iscoroutinefunction):
+        methods = inspect.getmembers_static(type(crawl), inspect.iscoroutinefunction)
+        for name, _ in sorted(methods, key=lambda member: _first_line(member[1])):
             if name != "start":  # the seeding method; every other async method may be a callback
                 yield name, (getattr(crawl, name), None if name == "parse" else name)
         return
     for node_id, node in compile_module(crawl).graph.nodes.items():
         yield node_id, (node.parse, None)
+
+
+def _first_line(function: Callable[..., Any]) -> int:
+    code = getattr(function, "__code__", None)
+    return code.co_firstlineno if code is not None else 0
 
 
 def _own_doc(callback: Callable[..., Any]) -> str | None:
