@@ -294,6 +294,7 @@ class Engine:
             ops = await JobOps.open(
                 backends, queue, stats, self._hold, topics=topics, state=lambda: self.state,
                 on_stop=self._stop_asked.set, proxies=stages.proxies, generations=stages.modules.loaded,
+                source=self._reload,
             )  # fmt: skip
             stack.push_async_callback(ops.view.detach)  # before the backends close
             self._view = ops.view

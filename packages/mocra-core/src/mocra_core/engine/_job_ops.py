@@ -55,9 +55,11 @@ class JobOps:
         on_stop: Callable[[], None],
         proxies: ProxyRoute | None = None,
         generations: Callable[[], dict[str, list[int]]] | None = None,
+        source: str | None = None,
     ) -> JobOps:
         """Read the job's control keys (a paused job holds this worker at once) and make the view.
 
+        `source` is the run's own file (`--reload`), what a deploy through the admin API prepares.
         `generations` tells the heartbeat the generations of each module this worker has code of.
 
         Raises:
@@ -79,6 +81,7 @@ class JobOps:
             shared=plan.shared,
             plane=backends.plane,
             proxies=proxies,
+            source=source,
         )
         worker = new_worker_id()
         describe = functools.partial(_describe, worker, time.time(), state, stats, generations)

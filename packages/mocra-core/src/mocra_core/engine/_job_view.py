@@ -63,6 +63,7 @@ class EngineJobView:
         shared: Whether the job's counts are in `coordination` (workers share it).
         plane: The cluster's control plane, or None.
         proxies: The run's proxy route, whose pools' counts `proxy_pools` shows, or None.
+        source: The file the run loads new generations of its modules from (`--reload`), or None.
     """
 
     def __init__(
@@ -79,8 +80,10 @@ class EngineJobView:
         shared: bool,
         plane: ControlPlane | None = None,
         proxies: ProxyRoute | None = None,
+        source: str | None = None,
     ) -> None:
         self._job = job
+        self._source = source
         self._proxies = proxies
         self._state = state
         self._stats = stats
@@ -189,6 +192,17 @@ class EngineJobView:
         """Stop the job on every worker. Raises `JobEnded` once the run has ended here."""
         self._running_queue()
         return await self._control.stop()
+
+    def deploy_target(self) -> tuple[Coordination, str | None]:
+        """The job's coordination store (its generations) and this run's own file (`--reload`), or None.
+
+        What `POST /api/v1/jobs/{job}/deploy` deploys: only ever the file the run was started with.
+
+        Raises:
+            JobEnded: the run has ended here.
+        """
+        self._running_queue()
+        return self._coordination, self._source
 
     async def detach(self) -> None:
         """The run's backends are about to close: note the queues' depths (2 s at most), then read no more."""
