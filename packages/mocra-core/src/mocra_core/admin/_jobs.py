@@ -1,4 +1,4 @@
-"""`/api/v1/jobs...`: list and read jobs, their dead letters, steer them (pause, resume, stop), start one."""
+"""`/api/v1/jobs...`: list, read, steer (pause, resume, stop), start and deploy to jobs; dead letters."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from starlette.routing import Route
 from .._errors import MocraError
 from ..control import JobEnded
 from ._context import StartRequest
+from ._deploy import deploy_job
 from ._events import job_events
 from ._json import ApiError, json_response, read_body
 
@@ -139,4 +140,5 @@ def job_routes() -> list[Route]:
         _control("pause"),
         _control("resume"),
         _control("stop"),
+        Route("/api/v1/jobs/{job}/deploy", deploy_job, methods=["POST"]),
     ]
