@@ -224,11 +224,16 @@ def unknown_modules_note(queues: JobQueues) -> str:
     )
 
 
-def add_job_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that name a job: `--job-dir DIR`, or `--queue URL --job NAME [-c FILE] [-s KEY=VALUE]`."""
+def add_job_arguments(parser: argparse.ArgumentParser, *, api: str | None = None) -> None:
+    """The options that name a job: `--job-dir DIR`, or `--queue URL --job NAME [-c FILE] [-s KEY=VALUE]`.
+
+    With `api` (its help), `--api URL --job NAME` (a node's admin API) names one too.
+    """
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--job-dir", help="the job dir given to `mocra run`")
     where.add_argument("--queue", metavar="URL", help="the broker given to `mocra run --queue`")
+    if api is not None:
+        where.add_argument("--api", metavar="URL", help=api)
     parser.add_argument("--job", metavar="NAME", help="with --queue: the job given to `mocra run --job`")
     parser.add_argument("-c", "--config", help="with --queue: a TOML settings file ([queue.*] options)")
     parser.add_argument(
