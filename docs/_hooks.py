@@ -1,6 +1,6 @@
 """MkDocs hooks of the documentation site: pages generated from the code, so they cannot drift.
 
-- `reference/settings.md`: every setting, from the settings structs (type, default, variable, meaning from
+- `reference/settings.md`: every setting, from the settings structs (type, default, and the meaning from
   each struct's `Attributes:` docstring section).
 - `reference/cli.md`: every `mocra` command, from the argparse parser (`mocra._cli.build_parser`).
 
@@ -103,14 +103,14 @@ def _is_section(annotation: Any) -> bool:
 def setting_rows(cls: type, prefix: str = "") -> list[tuple[str, type, list[tuple[str, ...]]]]:
     """Each section of the settings struct `cls`: (its dotted name, its struct, its rows).
 
-    A row is (key, type, default, environment variable, meaning); the meaning is empty when the struct's
-    docstring does not describe the field (a test fails then).
+    A row is (key, type, default, meaning); the meaning is empty when the struct's docstring does not
+    describe the field (a test fails then). The struct's own section comes first, then the nested ones.
 
     Example:
         >>> from mocra_core.config import Settings
         >>> name, struct, rows = setting_rows(Settings)[1]
-        >>> name, rows[0][:4]
-        ('crawl', ('concurrency', 'int', '64', 'MOCRA_CRAWL__CONCURRENCY'))
+        >>> name, rows[0][:3]
+        ('crawl', ('concurrency', 'int', '64'))
     """
     meanings = _attributes(cls)
     rows: list[tuple[str, ...]] = []
@@ -120,9 +120,8 @@ def setting_rows(cls: type, prefix: str = "") -> list[tuple[str, type, list[tupl
         if _is_section(field.type):
             nested.extend(setting_rows(field.type, f"{dotted}."))
             continue
-        variable = "MOCRA_" + dotted.upper().replace(".", "__")
         meaning = meanings.get(field.name, "")
-        rows.append((field.name, _type_name(field.type), _toml(_default(field)), variable, meaning))
+        rows.append((field.name, _type_name(field.type), _toml(_default(field)), meaning))
     return [(prefix.rstrip("."), cls, rows), *nested]
 
 
@@ -138,20 +137,23 @@ def settings_page() -> str:
         "# Settings reference",
         "",
         "Generated from the settings structs (`mocra_core.config.Settings`) when the site is built:",
-        "every key, its type, its default and its environment variable. [Settings](../settings.md)",
-        "explains how they are read and checked; set one with `-s section.key=value`, a `mocra.toml`",
-        "table, or the variable.",
+        "every key, its type and its default. [Settings](../settings.md) explains how they are read and",
+        "checked. Set one with `-s section.key=value` (`-s crawl.concurrency=16`), in a `mocra.toml`",
+        "table (`[crawl]`, `concurrency = 16`), or with the variable `MOCRA_<SECTION>__<KEY>`",
+        "(`MOCRA_CRAWL__CONCURRENCY=16`; a nested section adds a part:",
+        "`MOCRA_QUEUE__REDIS__CONNECT_TIMEOUT=2`).",
         "",
     ]
-    for name, struct, rows in setting_rows(Settings):
+    top, *sections = setting_rows(Settings)
+    for name, struct, rows in [*sections, top]:  # the top-level keys last
         if not rows:
             continue
         summary = (inspect.getdoc(struct) or "").split("\n\n")[0].replace("\n", " ")
         out += [f"## `[{name}]`" if name else "## Top level", "", summary, ""]
-        out += ["| key | type | default | variable | meaning |", "|---|---|---|---|---|"]
-        for key, type_name, default, variable, meaning in rows:
+        out += ["| key | type | default | meaning |", "|---|---|---|---|"]
+        for key, type_name, default, meaning in rows:
             shown = default if default == "unset" else f"`{default}`"
-            cells = (f"`{key}`", f"`{type_name}`", shown, f"`{variable}`", meaning)
+            cells = (f"`{key}`", f"`{type_name}`", shown, meaning)
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     return "\n".join(out)
