@@ -1,17 +1,24 @@
-"""`mocra deploy`: publish a file's code to a running job as a new generation, roll back, list generations."""
+"""`mocra deploy`: publish a file's code to a running job as a new generation, roll back, list generations.
+
+With `--api URL` it asks a node of the job (`POST /api/v1/jobs/{job}/deploy`) to deploy its own file or to
+roll back: the way to a job whose coordination store lives inside its nodes (a Raft cluster's).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import sys
-from typing import TYPE_CHECKING, TextIO
+import urllib.parse
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
+import msgspec
 
-from mocra_core import ConfigError
+from mocra_core import ConfigError, MocraError
 from mocra_core.engine import BackendPlan
-from mocra_core.generations import activate_number, deploy, read_generations
+from mocra_core.generations import Deployed, JobGenerations, activate_number, deploy, read_generations
 
 from ._job_queues import add_job_arguments
 
@@ -20,9 +27,13 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from mocra_core.coordination import Coordination
-    from mocra_core.generations import Deployed, JobGenerations
 
-__all__ = ("add_deploy_command", "print_deployed", "print_generations")
+__all__ = ("KEYS_ENV", "add_deploy_command", "deploy_through_api", "print_deployed", "print_generations")
+
+KEYS_ENV = "MOCRA_ADMIN_KEYS"
+"""Where `mocra deploy --api` reads the API key by default (comma-separated keys: the first is sent)."""
+API_TIMEOUT = 150.0
+"""Seconds `mocra deploy --api` waits for the node (it imports its file apart: up to 120 s)."""
 
 
 def add_deploy_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,10 +44,21 @@ def add_deploy_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         description="Prepare the file (imported apart: a file that fails to import never activates), verify "
         "it (--verify), then activate it on the job by compare-and-set: its workers started with --reload "
         "switch to it, the generation before drains. The job is a job dir (--job-dir DIR) or a job on a "
-        "broker (--queue URL --job NAME).",
+        "broker (--queue URL --job NAME), or a node of the job with --api (--api URL --job NAME): that "
+        "node deploys its own file (the one its run was started with, --reload) or rolls back.",
     )
     parser.add_argument("path", nargs="?", help="the spiders' .py file (the one the workers run)")
-    add_job_arguments(parser)
+    add_job_arguments(
+        parser,
+        api="a node's admin API (http://HOST:PORT, `mocra run --api`): it deploys its own file, "
+        "or --activate N; for a cluster, whose generations live inside its nodes",
+    )
+    parser.add_argument(
+        "--key-env",
+        default=KEYS_ENV,
+        metavar="VAR",
+        help=f"with --api: the variable holding the API key (default {KEYS_ENV})",
+    )
     parser.add_argument(
         "--verify",
         metavar="RESPONSES_DIR",
@@ -54,7 +76,7 @@ def add_deploy_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 def cmd_deploy(args: argparse.Namespace) -> int:
     """Run `mocra deploy`."""
-    if args.activate is None and not args.status and not args.path:
+    if args.activate is None and not args.status and not args.path and not args.api:
         raise ConfigError(
             "path", "name the spiders' file to deploy (or --activate N, or --status)", source="mocra deploy"
         )
@@ -62,6 +84,14 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 async def _deploy(args: argparse.Namespace, out: TextIO) -> int:
+    if args.api:
+        _check_api_args(args)
+        key = _api_key(args.key_env)
+        answer = await deploy_through_api(
+            args.api, args.job, key, activate=args.activate, spiders=args.spider
+        )
+        print_answer(answer, out, api=args.api)
+        return 0
     job = _job_label(args)
     async with _coordination(args) as coordination:
         if args.status:
@@ -75,6 +105,80 @@ async def _deploy(args: argparse.Namespace, out: TextIO) -> int:
             done = await deploy(args.path, coordination, job=job, verify=args.verify, spiders=args.spider)
             print_deployed(done, out, job=job)
     return 0
+
+
+def _check_api_args(args: argparse.Namespace) -> None:
+    """With --api: a job name, and nothing the node would have to take from the caller (code, a path)."""
+    where = "mocra deploy --api"
+    if not args.job:
+        raise ConfigError("--job", "name the job (the --job given to `mocra run`)", source=where)
+    if args.path:
+        raise ConfigError(
+            "path",
+            "give no file with --api: the node deploys its own (the one its run started with)",
+            source=where,
+        )
+    if args.verify or args.status:
+        what = "--verify" if args.verify else "--status"
+        raise ConfigError(what, "not through --api (use --queue, or GET /api/v1/jobs/<job>)", source=where)
+
+
+def _api_key(variable: str) -> str:
+    keys = [part.strip() for part in os.environ.get(variable, "").split(",") if part.strip()]
+    if not keys:
+        raise ConfigError(variable, "is not set (the node's admin API key, admin.keys)", source="environment")
+    return keys[0]
+
+
+async def deploy_through_api(
+    api: str, job: str, key: str, *, activate: int | None = None, spiders: list[str] | None = None
+) -> dict[str, Any]:
+    """Ask the node at `api` to deploy its own file to `job` (or to activate generation `activate`).
+
+    Returns the node's answer (`DeployAnswer` as JSON: `job`, `record`, `activated`, `file`, `rollback`...).
+
+    Raises:
+        MocraError: the node refused (what it said, with its status) or could not be reached.
+    """
+    import httpx
+
+    base = api if "://" in api else f"http://{api}"
+    url = f"{base.rstrip('/')}/api/v1/jobs/{urllib.parse.quote(job, safe='')}/deploy"
+    body: dict[str, Any] = {} if activate is None else {"activate": activate}
+    if spiders:
+        body["spiders"] = spiders
+    try:
+        async with httpx.AsyncClient(timeout=API_TIMEOUT) as client:
+            response = await client.post(url, json=body, headers={"Authorization": f"Bearer {key}"})
+    except httpx.HTTPError as exc:
+        raise MocraError(f"{base}: cannot reach the node: {exc}") from None
+    try:
+        answer: dict[str, Any] = msgspec.json.decode(response.content)
+    except msgspec.DecodeError:
+        answer = {"error": response.text.strip()[:200]}
+    if response.status_code != 200:
+        said = answer.get("error", answer)
+        raise MocraError(f"{base} answered {response.status_code}: {said}")
+    return answer
+
+
+def print_answer(answer: dict[str, Any], out: TextIO, *, api: str) -> None:
+    """What a node answered `mocra deploy --api`: the rollback or the deploy, and the generations."""
+    job = f"job {answer['job']!r}"
+    record = msgspec.convert(answer["record"], JobGenerations)
+    if answer.get("rollback") is not None:
+        out.write(f"{job}: generation {answer['rollback']} active again (a rollback, through {api})\n")
+        print_generations(record, out, job=job)
+        return
+    out.write(f"{job}: the node at {api} deployed its file {answer.get('file')}\n")
+    done = Deployed(
+        record=record,
+        activated=answer.get("activated", {}),
+        unchanged=answer.get("unchanged", []),
+        new=answer.get("new", []),
+        removed=answer.get("removed", []),
+    )
+    print_deployed(done, out, job=job)
 
 
 def _job_label(args: argparse.Namespace) -> str:
