@@ -96,3 +96,24 @@ def test_dlq_and_status_name_an_unknown_queue_scheme(tmp_path: pathlib.Path, com
         "mocra: error: --queue garbage://x: queue.url: unknown scheme 'garbage'; "
         "expected memory, lmdb, redis, nats or kafka\n",
     )
+
+
+def test_the_log_level_setting_sets_the_level_unless_v_is_given(tmp_path: pathlib.Path) -> None:
+    import argparse
+    import logging
+
+    from mocra._cli import _settings
+
+    root = logging.getLogger()
+    before = root.level
+    try:
+        args = argparse.Namespace(config=None, set=["log_level=WARNING"], queue=None, store=None, job=None,
+                                  job_dir=None, verbose=0)  # fmt: skip
+        assert _settings(args).log_level == "WARNING"
+        assert root.level == logging.WARNING
+        root.setLevel(logging.DEBUG)
+        args.verbose = 2  # -vv wins
+        _settings(args)
+        assert root.level == logging.DEBUG
+    finally:
+        root.setLevel(before)

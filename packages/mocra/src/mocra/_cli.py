@@ -62,7 +62,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         )
         if value
     ]
-    return load(args.config, overrides=args.set, flags=flags)  # file, MOCRA_*, -s, options; checked once
+    settings = load(args.config, overrides=args.set, flags=flags)  # file, MOCRA_*, -s, options; checked once
+    if not args.verbose:  # -v / -vv win over the `log_level` setting
+        logging.getLogger().setLevel(settings.log_level)
+    return settings
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

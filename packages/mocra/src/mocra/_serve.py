@@ -7,6 +7,7 @@ Both run a `JobNode`: jobs made by `job_builder` from the spiders of a file, the
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import sys
 import threading
@@ -117,6 +118,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     flags = [(f"--queue {args.queue}", "queue.url", args.queue)] if args.queue else []
     settings = load(args.config, overrides=args.set, flags=flags)
+    if not args.verbose:  # -v / -vv win over the `log_level` setting
+        logging.getLogger().setLevel(settings.log_level)
     spiders = load_spiders(args.path, names=args.spider)
     key = [field for text in args.key for field in text.split(",") if field]
     sink = job_sinks(args.output, table=args.table, key=key, continues=_continues, per_job=True)

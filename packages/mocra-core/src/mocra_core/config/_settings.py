@@ -354,8 +354,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     """All settings of a run. Every section has working defaults: `Settings()` needs nothing.
 
     Attributes:
-        log_level: `DEBUG`, `INFO`, `WARNING` or `ERROR`. Checked, but not applied yet: `mocra run` logs at
-            `INFO`, and at `DEBUG` with `-vv`.
+        log_level: `DEBUG`, `INFO`, `WARNING` or `ERROR`: the level `mocra run` and `mocra serve` log at;
+            `-v` / `-vv` (INFO with the engine's own lines / DEBUG) win over it.
 
     Example:
         >>> Settings().crawl.concurrency
