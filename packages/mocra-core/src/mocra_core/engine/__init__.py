@@ -6,6 +6,7 @@ from ..backends.cluster._plane import cluster_from_env, cluster_status
 from ._backends import Backends, open_backends
 from ._builder import Mocra, MocraBuilder
 from ._codec import EngineCodec
+from ._deploying import deploy_to_job
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._job_counts import read_job_counts
 from ._job_start import job_builder, with_overrides, with_start_urls
@@ -34,6 +35,7 @@ __all__ = (
     "cluster_from_env",
     "cluster_status",
     "describe_dead_letter",
+    "deploy_to_job",
     "job_builder",
     "open_backends",
     "read_job_counts",

@@ -114,6 +114,18 @@ class MocraBuilder:
         self._reload = path
         return self
 
+    async def deploy(
+        self, path: str | None = None, *, verify: str | None = None, activate: int | None = None
+    ) -> object:
+        """Deploy `path` as the job's next generation, or roll back (`activate=N`), as `mocra deploy` does.
+
+        The job is this builder's (`queue.url` + `crawl.job`, or `crawl.job_dir`); see
+        `mocra_core.engine.deploy_to_job` for what it returns and raises.
+        """
+        from ._deploying import deploy_to_job
+
+        return await deploy_to_job(self.build_settings(), self.job, path, verify=verify, activate=activate)
+
     def store(self, url: str) -> MocraBuilder:
         """Take the run's work from a mocra-store database (`mocra[store]`), as `mocra run --store` does.
 
