@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import pathlib
-import re
 import socket
 import sys
 import types
@@ -20,6 +19,8 @@ from mocra._cli import main
 from mocra._demo import DemoSite
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
+from .doc_code import page_namespace
+
 DOCS = pathlib.Path(__file__).parents[3] / "docs"
 RESUME = DOCS / "howto" / "resume.md"
 DEAD_LETTERS = DOCS / "howto" / "dead-letters.md"
@@ -28,18 +29,11 @@ CLUSTER = DOCS / "tutorial" / "cluster.md"
 FIRST_SPIDER = DOCS / "tutorial" / "first-spider.md"
 
 
-def run_blocks(page: pathlib.Path, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
-    namespace = namespace if namespace is not None else {"__name__": f"docs_{page.stem.replace('-', '_')}"}
-    for code in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
-        exec(compile(code, str(page), "exec"), namespace)
-    return namespace
-
-
 @pytest.fixture
 def books_module() -> Iterator[Any]:
     """`from books import Books` in a page: the spider of the first tutorial page, as module `books`."""
     module = types.ModuleType("books")
-    module.__dict__.update(run_blocks(FIRST_SPIDER, {"__name__": "books"}))
+    module.__dict__.update(page_namespace(FIRST_SPIDER, {"__name__": "books"}))
     sys.modules["books"] = module
     try:
         yield module.Books
@@ -55,7 +49,7 @@ def cli(*args: str) -> str:
 
 
 def test_resume_continues_a_job_without_fetching_again(books_module: Any, tmp_path: pathlib.Path) -> None:
-    crawl = run_blocks(RESUME)["crawl"]
+    crawl = page_namespace(RESUME)["crawl"]
     site = DemoSite(seed=5, books=30)
     job, path = str(tmp_path / "job"), str(tmp_path / "books.jsonl")
     with site.run_in_thread() as base:
@@ -80,7 +74,7 @@ class Pages(Spider[dict[str, str]]):
 
 
 def test_dead_letters_are_listed_replayed_and_crawled(tmp_path: pathlib.Path) -> None:
-    report = run_blocks(DEAD_LETTERS)["report"]
+    report = page_namespace(DEAD_LETTERS)["report"]
     text = DEAD_LETTERS.read_text()
     assert "mocra dlq list --job-dir" in text and "mocra dlq replay --job-dir" in text
     broken = {"flaky": True}
@@ -112,7 +106,7 @@ def test_dead_letters_are_listed_replayed_and_crawled(tmp_path: pathlib.Path) ->
 
 
 def test_the_testing_page_tests_pass(books_module: Any) -> None:
-    namespace = run_blocks(TESTING)
+    namespace = page_namespace(TESTING)
     namespace["test_the_spider_crawls_the_catalogue"]()
     namespace["test_parse_alone"]()
 
@@ -125,7 +119,7 @@ def free_port() -> int:
 
 
 def test_a_one_node_cluster_crawls(books_module: Any, tmp_path: pathlib.Path) -> None:
-    crawl_on_a_cluster = run_blocks(CLUSTER)["crawl_on_a_cluster"]
+    crawl_on_a_cluster = page_namespace(CLUSTER)["crawl_on_a_cluster"]
     site = DemoSite(seed=9, books=30)
     with site.run_in_thread() as base:
         books_module.start_urls = [f"{base}/catalogue/page-1.html"]

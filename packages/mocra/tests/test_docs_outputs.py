@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import pathlib
-import re
-from typing import Any
 
 import pytest
 
 from mocra import Mocra
 from mocra_core.testing import LocalServer, ServerResponse
 
+from .doc_code import Collect, block_namespaces
+
 DOC = pathlib.Path(__file__).parents[3] / "docs" / "outputs.md"
 TEXT = DOC.read_text()
 
 
-def blocks() -> list[dict[str, Any]]:
-    spaces = []
-    for code in re.findall(r"```python\n(.*?)```", TEXT, flags=re.S):
-        namespace: dict[str, Any] = {"__name__": "docs_outputs"}
-        exec(compile(code, str(DOC), "exec"), namespace)
-        spaces.append(namespace)
-    return spaces
-
-
 def test_the_dataframe_example_collects_the_items() -> None:
-    frame_block, _ = blocks()
+    frame_block, _ = block_namespaces(DOC)
     server = LocalServer({"/": ServerResponse(body="hello")})
     with server.run_in_thread() as base:
         titles = frame_block["Titles"]
@@ -39,7 +30,7 @@ def test_the_sheet_spider_seeds_from_its_workbook(
 ) -> None:
     import openpyxl
 
-    _, sheet_block = blocks()
+    _, sheet_block = block_namespaces(DOC)
     server = LocalServer({"/a": ServerResponse(body="a"), "/b": ServerResponse(body="b")})
     with server.run_in_thread() as base:
         book = openpyxl.Workbook()
@@ -49,27 +40,7 @@ def test_the_sheet_spider_seeds_from_its_workbook(
             sheet.append(row)
         book.save(tmp_path / "urls.xlsx")
         monkeypatch.chdir(tmp_path)
-        items: list[dict[str, Any]] = []
-        result = (
-            Mocra.builder()
-            .set("crawl.obey_robots=false")
-            .spider(
-                sheet_block["FromSheet"](),
-                _Collect(items),  # type: ignore[arg-type]
-            )
-            .run()
-        )
-    assert sorted(item["url"] for item in items) == [base + "/a", base + "/b"]
+        sink = Collect()
+        result = Mocra.builder().set("crawl.obey_robots=false").spider(sheet_block["FromSheet"](), sink).run()
+    assert sorted(item["url"] for item in sink.items) == [base + "/a", base + "/b"]
     assert result.stats.dropped.get("invalid_url") == 1
-
-
-class _Collect:
-    def __init__(self, items: list[dict[str, Any]]) -> None:
-        self.items = items
-
-    async def open(self) -> None: ...
-
-    async def write(self, batch: list[dict[str, Any]]) -> None:
-        self.items.extend(batch)
-
-    async def close(self) -> None: ...

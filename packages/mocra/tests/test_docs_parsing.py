@@ -11,29 +11,10 @@ import anyio
 from mocra import Mocra
 from mocra_core.testing import LocalServer, ServerResponse
 
+from .doc_code import Collect, block_namespaces
+
 DOC = pathlib.Path(__file__).parents[3] / "docs" / "parsing.md"
 TEXT = DOC.read_text()
-
-
-def namespaces() -> list[dict[str, Any]]:
-    found = []
-    for code in re.findall(r"```python\n(.*?)```", TEXT, flags=re.S):
-        namespace: dict[str, Any] = {"__name__": "docs_parsing"}
-        exec(compile(code, str(DOC), "exec"), namespace)
-        found.append(namespace)
-    return found
-
-
-class Collect:
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-
-    async def open(self) -> None: ...
-
-    async def write(self, batch: list[dict[str, Any]]) -> None:
-        self.items.extend(batch)
-
-    async def close(self) -> None: ...
 
 
 def crawl(spider_class: type, page: str) -> list[dict[str, Any]]:
@@ -47,7 +28,7 @@ def crawl(spider_class: type, page: str) -> list[dict[str, Any]]:
 
 
 def test_the_xpath_spider() -> None:
-    xpath, _ = namespaces()
+    xpath, _ = block_namespaces(DOC)
     page = (
         '<html><head><meta name="author" content="Ada"></head><body><ul id="books">'
         '<li><a href="/1">One</a></li><li><a href="/2">Two</a></li></ul></body></html>'
@@ -58,7 +39,7 @@ def test_the_xpath_spider() -> None:
 
 
 def test_the_javascript_spider_and_helper() -> None:
-    _, js = namespaces()
+    _, js = block_namespaces(DOC)
     page = '<script id="sign">function sign(q) { return q.split("").reverse().join("") + "!"; }</script>'
     assert crawl(js["Signed"], page) == [{"token": "1=q!"}]
     signed = anyio.run(js["sign_many"], "function sign(q) { return q.length; }", ["a", "bcd"])

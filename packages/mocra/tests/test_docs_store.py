@@ -12,6 +12,8 @@ from mocra import Mocra
 from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 from mocra_store import Store, load_tenants
 
+from .doc_code import Collect
+
 DOC = pathlib.Path(__file__).parents[3] / "docs" / "store.md"
 TEXT = DOC.read_text()
 
@@ -26,18 +28,6 @@ def anyio_backend() -> str:
 async def page(request: ServerRequest) -> ServerResponse:
     number = request.query.get("page", ["0"])[0]
     return ServerResponse(body=f'<table><tr class="price"><td class="sku">sku-{number}</td></tr></table>')
-
-
-class Collect:
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-
-    async def open(self) -> None: ...
-
-    async def write(self, batch: list[dict[str, Any]]) -> None:
-        self.items.extend(batch)
-
-    async def close(self) -> None: ...
 
 
 async def test_the_tenants_file_imports_and_the_spider_crawls_its_rows(tmp_path: pathlib.Path) -> None:

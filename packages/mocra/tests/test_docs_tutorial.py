@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -13,30 +12,12 @@ import pytest
 from mocra import Mocra
 from mocra._demo import DemoSite
 
+from .doc_code import Collect, page_namespace
+
 TUTORIAL = pathlib.Path(__file__).parents[3] / "docs" / "tutorial"
 FIRST_SPIDER = TUTORIAL / "first-spider.md"
 ITEMS = TUTORIAL / "items.md"
 FOLLOWING = TUTORIAL / "following.md"
-
-
-def page_namespace(page: pathlib.Path) -> dict[str, Any]:
-    """Every python block of a page run in order, in one namespace (later blocks use earlier names)."""
-    namespace: dict[str, Any] = {"__name__": f"docs_{page.stem.replace('-', '_')}"}
-    for code in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
-        exec(compile(code, str(page), "exec"), namespace)
-    return namespace
-
-
-class Collect:
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    async def open(self) -> None: ...
-
-    async def write(self, batch: Sequence[object]) -> None:
-        self.items.extend(batch)
-
-    async def close(self) -> None: ...
 
 
 @pytest.fixture(scope="module")
