@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ..coordination import Coordination
 
 __all__ = ("RunBook",)
@@ -24,7 +26,12 @@ class RunBook:
     """Stop signals, gates and fan-in bookkeeping of module runs.
 
     Keys per run: `stop:{run}`, `gate:{run}:{a}>{b}`, `fallback:{run}:{key}`, `open:{run}:{node}`,
-    `fanin:{run}:{node}` and `inputs:{run}:{node}`.
+    `closed:{run}:{node}`, `settled:{run}:{node}:{count}`, `fanin:{run}:{node}` and `inputs:{run}:{node}`.
+
+    Fan-in bookkeeping: `open:` counts the units of a node queued (only ever raised), `closed:` lists the
+    claims of the units closed; a node is done when its distinct claims reach its opened count. A run
+    started by a version before this one holds in `open:` the units opened minus those closed until then,
+    so it carries on: units closed since are counted against what was still open.
 
     Stop signals are cached once seen (a stopped run never restarts), and a run found live is not asked
     about again for `recheck` seconds: checking costs one store read per run and interval (a round trip
@@ -70,14 +77,48 @@ class RunBook:
         """`count` units of work (tasks, requests, responses) of `node` were queued in `run`."""
         await self._store.incr(f"open:{run}:{node}", count)
 
-    async def closed(self, run: str, node: str) -> None:
-        """One unit of `node` in `run` finished (acknowledged, dead-lettered or dropped)."""
-        await self._store.incr(f"open:{run}:{node}", -1)
+    async def closed(self, run: str, node: str, claim: str) -> bool:
+        """Close the unit `claim` of `node` in `run`; True when every unit of `node` opened so far is closed.
 
-    async def all_closed(self, run: str, nodes: frozenset[str]) -> bool:
-        """True when no unit of any of `nodes` is open in `run`."""
+        One atomic append of `claim` (the message's `topic/id`, stable across its redeliveries) to
+        `closed:{run}:{node}`: closing a unit again — a stale claim and its successor, or a redelivery
+        after a crash before the ack — adds no unit, since units are counted by their distinct claims.
+        The list is read only once its length reaches the opened count (the cheap path is one more
+        read); the first closer that finds the node complete leaves `settled:{run}:{node}:{opened}`,
+        which `all_closed` reads instead of the list.
+
+        Example:
+            >>> import anyio
+            >>> from mocra_core.coordination import LocalCoordination
+            >>> async def main():
+            ...     book = RunBook(LocalCoordination())
+            ...     await book.opened("r1", "page", 2)
+            ...     first = await book.closed("r1", "page", "request/1")
+            ...     again = await book.closed("r1", "page", "request/1")  # the same unit, closed twice
+            ...     last = await book.closed("r1", "page", "request/2")
+            ...     return first, again, last, await book.all_closed("r1", ["page"])
+            >>> anyio.run(main)
+            (False, False, True, True)
+        """
+        length = await self._store.append(f"closed:{run}:{node}", claim.encode())
+        opened = await self._store.incr(f"open:{run}:{node}", 0)
+        if opened <= 0:
+            return True
+        if length < opened:
+            return False
+        mark = f"settled:{run}:{node}:{opened}"
+        if await self._store.get(mark) is not None:
+            return True
+        if len(set(await self._store.items(f"closed:{run}:{node}"))) < opened:
+            return False
+        await self._store.set_if_absent(mark)
+        return True
+
+    async def all_closed(self, run: str, nodes: Iterable[str]) -> bool:
+        """True when every unit opened of each of `nodes` in `run` was found closed by `closed`."""
         for node in nodes:
-            if await self._store.incr(f"open:{run}:{node}", 0) > 0:
+            opened = await self._store.incr(f"open:{run}:{node}", 0)
+            if opened > 0 and await self._store.get(f"settled:{run}:{node}:{opened}") is None:
                 return False
         return True
 

@@ -353,13 +353,13 @@ class DownloadStage:
         """Acknowledge a request left out on purpose, counted under `why` (`None`: counted already)."""
         if why is not None:
             self._stats.drop(why)
-        await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing))
+        await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing), delivery)
         await self._queue.ack([delivery])
 
     async def _dead_letter(
         self, delivery: Delivery, module: CompiledModule, routing: Routing, why: str
     ) -> None:
-        await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing))
+        await self._fan_in.unit_done(module, routing.run, routing.account, _node(routing), delivery)
         await self._queue.dead_letter(delivery, reason=why)
 
     async def _retry_or_dead_letter(

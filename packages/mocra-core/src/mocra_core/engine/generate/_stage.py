@@ -110,7 +110,7 @@ class GenerateStage:
         runbook = self._runbook
         if await runbook.is_stopped(task.run):
             self._stats.drop("stopped")
-            await self._fan_in.unit_done(module, task.run, task.account, task.node)
+            await self._fan_in.unit_done(module, task.run, task.account, task.node, delivery)
             await self._queue.ack([delivery])
             return
         if task.node == SITEMAP_NODE and self._sitemaps is not None:
@@ -143,7 +143,7 @@ class GenerateStage:
             logger.warning("%s/%s: %s", task.module, task.node, message)
         if ctx.invalid:
             self._reject(task, ctx.invalid)
-        await self._fan_in.unit_done(module, task.run, task.account, task.node)
+        await self._fan_in.unit_done(module, task.run, task.account, task.node, delivery)
         await self._queue.ack([delivery])
 
     def _reject(self, task: Task, invalid: list[InvalidURL]) -> None:
@@ -174,10 +174,10 @@ class GenerateStage:
             )  # fmt: skip
             await self._admission.reinject(module, origin)
             self._stats.retries += 1
-            await self._fan_in.unit_done(module, task.run, task.account, task.node)
+            await self._fan_in.unit_done(module, task.run, task.account, task.node, delivery)
             await self._queue.ack([delivery])
             return
         self._stats.error("generate")
         logger.error("generate of %s/%s failed: %s", task.module, task.node, exc, exc_info=exc)
-        await self._fan_in.unit_done(module, task.run, task.account, task.node)
+        await self._fan_in.unit_done(module, task.run, task.account, task.node, delivery)
         await self._queue.dead_letter(delivery, reason="".join(traceback.format_exception(exc)).strip())

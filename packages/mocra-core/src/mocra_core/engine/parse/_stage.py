@@ -148,7 +148,7 @@ class ParseStage:
         node = (routing.node or "").rpartition("/")[2]
         if await self._runbook.is_stopped(routing.run):
             self._stats.drop("stopped")
-            await self._fan_in.unit_done(module, routing.run, routing.account, node)
+            await self._fan_in.unit_done(module, routing.run, routing.account, node, delivery)
             await self._queue.ack([delivery])
             return
         ctx: Ctx[Any] = Ctx(response, carry_meta=module.carry_meta)
@@ -177,7 +177,7 @@ class ParseStage:
             )  # fmt: skip
             await self._dead_letter(delivery, module, node, "".join(traceback.format_exception(exc)).strip())
             return
-        await self._fan_in.unit_done(module, routing.run, routing.account, node)
+        await self._fan_in.unit_done(module, routing.run, routing.account, node, delivery)
         self.parsed += 1
         assert self._acker is not None
         await self._acker.ack(delivery)
@@ -226,7 +226,7 @@ class ParseStage:
 
     async def _dead_letter(self, delivery: Delivery, module: CompiledModule, node: str, reason: str) -> None:
         routing = delivery.payload.routing  # type: ignore[attr-defined]
-        await self._fan_in.unit_done(module, routing.run, routing.account, node)
+        await self._fan_in.unit_done(module, routing.run, routing.account, node, delivery)
         await self._queue.dead_letter(delivery, reason=reason)
 
 
