@@ -97,7 +97,9 @@ async def test_new_code_on_a_shared_job_is_refused_while_another_worker_runs_and
     assert await check_modules(first, store, "job 'j'", shared=True) == {"a": 1}
     workers = WorkerRegistry(store)
     await workers.join("w1")
-    await workers.beat(WorkerInfo(id="w1", host="h", pid=1, started=time.time(), seen=time.time(), state="active"))
+    await workers.beat(
+        WorkerInfo(id="w1", host="h", pid=1, started=time.time(), seen=time.time(), state="active")
+    )
     with pytest.raises(ConfigError, match=r"is no live generation of the job .*deploy it first"):
         await check_modules(edited, store, "job 'j'", shared=True)
 
