@@ -7,7 +7,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._bounds import at_least, positive
-from ..download import DownloadSettings, RetrySettings
+from ..download import DownloadSettings, HttpCacheSettings, RetrySettings
 from ..download._proxy_pool import pool_config
 from ..download._proxy_route import POOL, check_pool_name
 from ..scope import ScopeStrategy  # noqa: TC001 - msgspec resolves it at runtime
@@ -373,6 +373,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     proxy: ProxySettings = ProxySettings()
     store: StoreSettings = StoreSettings()
     admin: AdminSettings = AdminSettings()
+    http_cache: HttpCacheSettings = HttpCacheSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

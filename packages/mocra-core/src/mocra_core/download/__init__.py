@@ -13,6 +13,9 @@ Adaptive pace: `AutoscaledConcurrency` (the requests in flight follow the proces
 event-loop headroom, sampled by a `LoadSampler`) and `AutoThrottle` (a per-host delay follows the host's
 latency, shared by a job's processes through a `PaceStore`).
 
+Development: `CachedDownloader` answers downloads from an HTTP cache (`HttpCacheSettings`, `[http_cache]`)
+and stores what the downloader it wraps fetches.
+
 Proxies: a `ProxyRoute` tells `HttpxDownloader` which proxy each request goes through (a fixed URL, or a
 lease from a `ProxyLeaser` such as `mocra_proxy.ProxyPool`, with every outcome reported back).
 """
@@ -31,6 +34,8 @@ from ._autothrottle import (
     PaceStore,
     SharedPaceStore,
 )
+from ._cache import CachedDownloader, NotCached
+from ._cache_settings import HttpCacheSettings
 from ._decode import ACCEPT_ENCODING, BodyDecoder
 from ._gate import DomainGate, Ticket
 from ._gate_limiter import GatedLimiter
@@ -58,6 +63,7 @@ __all__ = (
     "AutoscaleState",
     "AutoscaledConcurrency",
     "BodyDecoder",
+    "CachedDownloader",
     "DomainAdmission",
     "DomainGate",
     "DomainLimiter",
@@ -69,12 +75,14 @@ __all__ = (
     "HopCheck",
     "HopCheckingDownloader",
     "HostPace",
+    "HttpCacheSettings",
     "HttpxDownloader",
     "HttpxSession",
     "LmdbDomainGate",
     "LoadSample",
     "LoadSampler",
     "LocalPaceStore",
+    "NotCached",
     "PaceStore",
     "Permit",
     "PoolRoute",

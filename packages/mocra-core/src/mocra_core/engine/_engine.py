@@ -249,7 +249,7 @@ class Engine:
             settings, job=job_name(settings, list(self._modules)), cluster=self._cluster
         )
         async with AsyncExitStack() as stack:
-            downloaders = await open_downloaders(stack, life, self._extra_downloaders, settings.download)
+            downloaders = await open_downloaders(stack, life, self._extra_downloaders, settings)
             writers = await open_writers(stack, life, self._sinks, self._chain, stats, settings.sink)
             backends = await stack.enter_async_context(open_backends(plan, life))
             if backends.plane is not None and self._ownership is None:

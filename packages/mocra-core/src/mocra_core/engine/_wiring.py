@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
 from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
+from ..download._cache import cache_downloaders, unwrap
 from ..download._proxy_pool import open_proxy_route
 from ..schedule import CronRunner, CronSchedule
 from ._admission import Admission
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ..config import Settings, SinkSettings
     from ..control import Hold
     from ..coordination import Coordination, Ownership
-    from ..download import Downloader, DownloadSettings, ProxyRoute
+    from ..download import Downloader, ProxyRoute
     from ..middleware import MiddlewareChain
     from ..modules import CompiledModule, CronEntry, Task
     from ..observe import Stats
@@ -291,7 +292,7 @@ async def route_proxies(
                 route.resolve(module.proxy)
             except ValueError as exc:
                 raise ConfigError(f"{module.name}.proxy", str(exc).removeprefix("proxy: ")) from None
-    for downloader in downloaders.values():
+    for downloader in map(unwrap, downloaders.values()):
         if isinstance(downloader, HttpxDownloader) and downloader.routed_by_run:
             downloader.route_proxies(route)
     if route.url is not None or route.pools:
@@ -325,12 +326,17 @@ def share_limits(local: DomainLimiter, ownership: Ownership | None) -> DomainLim
 
 
 async def open_downloaders(
-    stack: AsyncExitStack, lifecycle: Lifecycle, given: Mapping[str, Downloader], settings: DownloadSettings
+    stack: AsyncExitStack, lifecycle: Lifecycle, given: Mapping[str, Downloader], settings: Settings
 ) -> dict[str, Downloader]:
-    """Open the run's downloaders (the built-in one as `default` unless given) as the part `downloaders`."""
+    """Open the run's downloaders (the built-in one as `default` unless given) as the part `downloaders`.
+
+    With `[http_cache] enabled`, each is wrapped in a `CachedDownloader`.
+    """
     downloaders = dict(given)
     if "default" not in downloaders:
-        downloaders["default"] = HttpxDownloader(settings)
+        downloaders["default"] = HttpxDownloader(settings.download)
+    if settings.http_cache.enabled:
+        downloaders = cache_downloaders(downloaders, settings.http_cache, job_dir=settings.crawl.job_dir)
     names = ", ".join(sorted(downloaders))
     await stack.enter_async_context(
         open_part(lifecycle, "downloaders", names, _entered(downloaders.values()))
