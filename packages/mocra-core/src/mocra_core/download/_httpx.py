@@ -1,4 +1,4 @@
-"""`HttpxDownloader`: the default `Downloader`, httpx's model over a pooled transport (aiohttp or httpcore).
+"""`HttpxDownloader`: a `Downloader` in httpx's model over a pooled httpx transport (aiohttp or httpcore).
 
 Requests go straight to an `httpx.AsyncBaseTransport` rather than through `httpx.AsyncClient.send`: the
 client's per-request machinery (auth flow, cookie extraction through urllib shims, redirect bookkeeping)
@@ -9,19 +9,17 @@ cookies, timeouts and body decoding anyway. Users still see httpx types (`httpx.
 from __future__ import annotations
 
 import logging
-import time
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import httpx
 
-from .._errors import DownloadError, DownloadTimeout, HopRefused, UnfetchableURL
-from ..http import Response
-from ._body import CLOSE_TIMEOUT, discard_body, read_body
-from ._decode import ACCEPT_ENCODING
+from .._errors import DownloadError, HopRefused, UnfetchableURL
+from ._base import PooledDownloader
+from ._body import discard_body, read_body
+from ._cookies import merge_cookies
+from ._fetched import Fetched
+from ._headers import has_cookie_header
 from ._protocol import Hop
-from ._proxied import through_fixed, through_pool
-from ._proxy_route import PoolRoute, ProxyRoute
 from ._proxy_transports import ProxyTransports
 from ._redirects import (
     REDIRECT_STATUSES,
@@ -31,23 +29,26 @@ from ._redirects import (
     redirect_method,
     redirect_target,
 )
+from ._session import DownloaderSession
 from ._settings import DownloadSettings
 from ._transport import build_transport, map_error, transport_errors
 
 if TYPE_CHECKING:
-    from collections import Counter
-    from types import TracebackType
-
     from ..http import Request
     from ._protocol import HopCheck
+    from ._proxy_route import ProxyRoute
 
 __all__ = ("HttpxDownloader", "HttpxSession")
 
 logger = logging.getLogger(__name__)
 
 
-class HttpxDownloader:
-    """The default downloader: pooled HTTP/1.1 with timeouts, redirects, cookies and a decoded-size cap.
+class HttpxDownloader(PooledDownloader[httpx.AsyncBaseTransport]):
+    """httpx's model at the seam: pooled HTTP/1.1 with timeouts, redirects, cookies and a decoded-size cap.
+
+    `AiohttpDownloader` (the default, `DownloadSettings.transport="aiohttp"`) behaves the same without
+    httpx objects per request; this one is `transport="httpx-aiohttp"` (an aiohttp pool under httpx's
+    model) or `"httpx"` (httpx's own pool), and takes any httpx transport (`transport=`).
 
     - One connection pool for every host (`max_connections`), shared by all sessions.
     - Timeouts: `connect_timeout` and `read_timeout` per socket operation; `total_timeout` (or
@@ -98,159 +99,45 @@ class HttpxDownloader:
         transport: httpx.AsyncBaseTransport | None = None,
         proxies: ProxyRoute | None = None,
     ) -> None:
-        self.name = name
-        self.settings = settings = settings or DownloadSettings()
-        self._transport = transport or build_transport(settings)
+        settings = settings or DownloadSettings()
+        self._via: ProxyTransports = ProxyTransports(settings)
+        super().__init__(settings, name=name, proxies=proxies, vias=self._via)
+        self._transport = transport or build_transport(self.settings)
         self._errors = transport_errors()
-        defaults = {
-            "user-agent": ("User-Agent", settings.user_agent),
-            "accept-encoding": ("Accept-Encoding", ACCEPT_ENCODING),
-        }
-        for key, value in settings.headers.items():
-            defaults[key.lower()] = (key, value)
-        self._default_headers = defaults
-        self._default_list = list(defaults.values())
         self._extensions: dict[str, Any] = {
             "timeout": {
-                "connect": settings.connect_timeout,
-                "read": settings.read_timeout,
-                "write": settings.read_timeout,
+                "connect": self.settings.connect_timeout,
+                "read": self.settings.read_timeout,
+                "write": self.settings.read_timeout,
                 "pool": None,  # waiting for a pooled connection is bounded by the total timeout
             }
         }
-        self._cookies = httpx.Cookies()
-        self._sessions: dict[str, HttpxSession] = {}
-        self._closed = False
-        self._proxies = ProxyRoute() if proxies is None else proxies  # empty: meta["proxy"] URLs still work
-        self._routed_by_run = proxies is None
-        self._via = ProxyTransports(settings)
-
-    @property
-    def proxies(self) -> ProxyRoute:
-        """Which proxy each request goes through (an empty route: none, unless `meta["proxy"]` names one)."""
-        return self._proxies
-
-    @property
-    def routed_by_run(self) -> bool:
-        """True until a route is given (here or by `route_proxies`): the run's `[proxy]` route applies."""
-        return self._routed_by_run
-
-    @property
-    def proxy_failures(self) -> Counter[str]:
-        """Proxy failures (connect or proxy errors, ban statuses) by redacted proxy URL (the route's)."""
-        return self._proxies.failures
-
-    def route_proxies(self, route: ProxyRoute) -> None:
-        """Send requests through `route` from now on (the engine sets the run's `[proxy]` route)."""
-        self._proxies = route
-        self._routed_by_run = False
-
-    @property
-    def cookies(self) -> httpx.Cookies:
-        """The downloader's own cookie jar (sessions have theirs)."""
-        return self._cookies
 
     def session(self, key: str) -> HttpxSession:
         """A downloader sharing this one's pool and settings but with its own cookie jar, one per `key`.
 
         The same key returns the same session until it is closed. Use one per account or login.
         """
-        found = self._sessions.get(key)
-        if found is None:
-            found = self._sessions[key] = HttpxSession(self, key)
-        return found
+        return self._session(key, HttpxSession)
 
-    async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
-        """Fetch `request`, following redirects; any HTTP status is a `Response` (see the class notes).
+    def _direct(self) -> httpx.AsyncBaseTransport:
+        return self._transport
 
-        Args:
-            request: The request to send.
-            hop: Asked before each redirect hop is sent; a reason it returns stops the download.
-
-        Raises:
-            HopRefused: `hop` refused a redirect hop (it was not sent).
-            DownloadError: The exchange failed (see `Downloader`).
-        """
-        return await self._fetch(request, self._cookies, hop, None)
-
-    async def aclose(self) -> None:
-        """Close the pool (and every session's use of it); idempotent."""
-        if not self._closed:
-            self._closed = True
-            self._sessions.clear()
-            await self._transport.aclose()
-            await self._via.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
-            await self.aclose()
+    async def _close_pool(self) -> None:
+        await self._transport.aclose()
+        await self._via.aclose()
 
     def __repr__(self) -> str:
         return f"<HttpxDownloader {self.name!r} transport={self.settings.transport!r}>"
 
     # ------------------------------------------------------------------ the exchange
 
-    async def _fetch(
-        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
-    ) -> Response:
-        if self._closed:
-            raise RuntimeError(f"downloader {self.name!r} is closed")
-        timeout = request.timeout if request.timeout is not None else self.settings.total_timeout
-        start = time.perf_counter()
-        try:
-            with anyio.fail_after(timeout):
-                url, resp, body = await self._routed(request, jar, hop, key)
-        except TimeoutError as exc:
-            raise DownloadTimeout(
-                f"{request.method} {request.url} timed out: no complete response within {timeout}s "
-                "(total timeout)",
-                request=request,
-            ) from exc
-        return Response(
-            url, resp.status_code, resp.headers, body, request, elapsed=time.perf_counter() - start
-        )
-
-    async def _routed(
-        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
-    ) -> tuple[str, httpx.Response, bytes]:
-        route = self._proxies
-        try:
-            choice = route.choose(request)
-        except ValueError as exc:
-            message = f"cannot request {request.url}: {exc}"
-            raise UnfetchableURL(request.url, message, request=request) from None
-        if choice is None:
-            return await self._exchange(request, jar, hop, self._transport)
-
-        async def exchange(transport: httpx.AsyncBaseTransport) -> tuple[str, httpx.Response, bytes]:
-            return await self._exchange(request, jar, hop, transport)
-
-        if isinstance(choice, PoolRoute):
-            return await through_pool(choice, self._via, exchange, request, key=key, failures=route.failures)
-        return await through_fixed(choice, self._via, exchange, request, failures=route.failures)
-
-    def _headers(self, request: Request) -> list[tuple[str, str]]:
-        if not request.headers:
-            return self._default_list
-        merged = self._default_headers.copy()
-        for key, value in request.headers.items():
-            merged[key.lower()] = (key, value)
-        return list(merged.values())
-
     async def _exchange(
-        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, transport: httpx.AsyncBaseTransport
-    ) -> tuple[str, httpx.Response, bytes]:
+        self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, via: httpx.AsyncBaseTransport
+    ) -> Fetched:
         method, url, content = request.method, request.url, request.body
-        headers = self._headers(request)
-        explicit_cookie = any(k.lower() == "cookie" for k, _ in headers) if request.headers else False
+        headers = self._headers.merged(request)
+        explicit_cookie = has_cookie_header(request, headers)
         first_host: str | None = None
         trail: RedirectTrail | None = None
         while True:
@@ -260,7 +147,7 @@ class HttpxDownloader:
                 first_host = host
             if not explicit_cookie:
                 _add_cookies(http_request, jar, request.cookies if host == first_host else None)
-            resp = await self._send(transport, http_request, request, url)
+            resp = await self._send(via, http_request, request, url)
             if "set-cookie" in resp.headers:
                 resp.request = http_request
                 jar.extract_cookies(resp)
@@ -274,12 +161,12 @@ class HttpxDownloader:
                     max_body_bytes=self.settings.max_body_bytes,
                     errors=self._errors,
                 )
-                return url, resp, body
+                return Fetched(url, resp.status_code, resp.headers, body)
             await discard_body(resp, request, url, errors=self._errors)
             if trail is None:
                 trail = RedirectTrail(request, self.settings.max_redirects)
             trail.step(method, url, http_request.headers.get("cookie"))
-            next_url = redirect_target(http_request, location, request)
+            next_url = redirect_target(http_request.url, location, request)
             status = resp.status_code
             method, content, headers = redirect_method(status, method, content, headers)
             if crosses_origin(http_request.url, next_url):
@@ -316,53 +203,11 @@ def _add_cookies(http_request: httpx.Request, jar: httpx.Cookies, extra: dict[st
     if jar:
         jar.set_cookie_header(http_request)
     if extra:
-        pairs: dict[str, str] = {}
-        current = http_request.headers.get("cookie")
-        if current:
-            for part in current.split(";"):
-                name, _, value = part.strip().partition("=")
-                pairs[name] = value
-        pairs.update(extra)
-        http_request.headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in pairs.items())
+        http_request.headers["Cookie"] = merge_cookies(http_request.headers.get("cookie"), extra)
 
 
-class HttpxSession:
+class HttpxSession(DownloaderSession):
     """A view of an `HttpxDownloader` with its own cookie jar (one login, one account); see `session`.
 
     It shares the parent's pool and settings; closing it forgets its cookies, not the pool.
     """
-
-    def __init__(self, parent: HttpxDownloader, key: str) -> None:
-        self._parent = parent
-        self.key = key
-        self.name = f"{parent.name}[{key}]"
-        self._cookies = httpx.Cookies()
-
-    @property
-    def cookies(self) -> httpx.Cookies:
-        """This session's cookie jar."""
-        return self._cookies
-
-    async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
-        """Fetch `request` with this session's cookies (see `HttpxDownloader.download`)."""
-        return await self._parent._fetch(request, self._cookies, hop, self.key)
-
-    async def aclose(self) -> None:
-        """Forget this session's cookies; the parent's pool stays open."""
-        self._cookies.clear()
-        if self._parent._sessions.get(self.key) is self:
-            del self._parent._sessions[self.key]
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<HttpxSession {self.name!r}>"

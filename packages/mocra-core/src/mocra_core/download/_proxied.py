@@ -3,13 +3,16 @@
 A proxy failure (a connect or proxy error, a timeout, a ban status such as 403 or 407) is reported to
 the pool and the exchange is tried once more through another lease, within the same download attempt:
 it costs the page at most one of its own retries. Failures are counted by redacted proxy URL.
+
+The exchange is the downloader's: `exchange(via)` with what `vias.using(proxy_url)` yields (an httpx
+transport per proxy for `HttpxDownloader`, the proxy URL itself for `AiohttpDownloader`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from .._errors import DownloadError, DownloadTimeout, redact
@@ -17,16 +20,25 @@ from .._errors import DownloadError, DownloadTimeout, redact
 if TYPE_CHECKING:
     from collections import Counter
     from collections.abc import Awaitable, Callable
-
-    import httpx
+    from contextlib import AbstractAsyncContextManager
 
     from ..http import Request
+    from ._fetched import Fetched
     from ._proxy_route import PoolRoute, ProxyLease
-    from ._proxy_transports import ProxyTransports
 
-    Exchange = Callable[[httpx.AsyncBaseTransport], Awaitable[tuple[str, httpx.Response, bytes]]]
+__all__ = ("Vias", "through_fixed", "through_pool")
 
-__all__ = ("through_fixed", "through_pool")
+V = TypeVar("V")
+V_co = TypeVar("V_co", covariant=True)
+
+
+class Vias(Protocol[V_co]):
+    """What a downloader sends through for a proxy URL, held while one exchange uses it."""
+
+    def using(self, url: str) -> AbstractAsyncContextManager[V_co]:
+        """The way through proxy `url` (made on first use), held open until the block ends."""
+        ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +46,13 @@ _PROXY_FAULTS = (DownloadError, DownloadTimeout)  # exactly these; the subclasse
 
 
 async def through_fixed(
-    url: str, transports: ProxyTransports, exchange: Exchange, request: Request, *, failures: Counter[str]
-) -> tuple[str, httpx.Response, bytes]:
+    url: str,
+    transports: Vias[V],
+    exchange: Callable[[V], Awaitable[Fetched]],
+    request: Request,
+    *,
+    failures: Counter[str],
+) -> Fetched:
     """`exchange` through the fixed proxy `url`; a failure is counted and names the proxy, redacted."""
     async with transports.using(url) as transport:
         try:
@@ -50,13 +67,13 @@ async def through_fixed(
 
 async def through_pool(
     route: PoolRoute,
-    transports: ProxyTransports,
-    exchange: Exchange,
+    transports: Vias[V],
+    exchange: Callable[[V], Awaitable[Fetched]],
     request: Request,
     *,
     key: str | None,
     failures: Counter[str],
-) -> tuple[str, httpx.Response, bytes]:
+) -> Fetched:
     """`exchange` through a proxy leased from `route`, retried once through another on a proxy failure.
 
     Raises:
@@ -85,14 +102,14 @@ async def through_pool(
 
 async def _once(
     route: PoolRoute,
-    transports: ProxyTransports,
-    exchange: Exchange,
+    transports: Vias[V],
+    exchange: Callable[[V], Awaitable[Fetched]],
     request: Request,
     lease: ProxyLease,
     failures: Counter[str],
     *,
     last: bool,
-) -> tuple[str, httpx.Response, bytes] | None:
+) -> Fetched | None:
     """One try through `lease`, reported; `None` when the proxy failed and another may be tried."""
     proxy = lease.proxy.redacted
     start = time.perf_counter()
@@ -112,7 +129,7 @@ async def _once(
                 raise type(exc)(f"{exc} (via proxy {proxy})", request=request) from exc
             return None
     latency = time.perf_counter() - start
-    status = result[1].status_code
+    status = result.status
     if status in route.ban_statuses:
         await lease.failed(status, latency=latency)
         failures[proxy] += 1

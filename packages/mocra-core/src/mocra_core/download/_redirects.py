@@ -1,9 +1,9 @@
 """The rules of a redirect hop: where it goes, with which method, body and headers, and when to stop.
 
-`HttpxDownloader` follows redirects itself; its loop asks these what the next hop is. 301/302 turn a POST
-into a body-less GET, 303 turns anything but HEAD into one (as browsers do), 307/308 keep method and body;
-credentials are not sent to another origin; a loop (the same method, URL and cookies twice) or more than
-`max_redirects` hops stops the download with `TooManyRedirects`.
+The built-in downloaders follow redirects themselves; their loops ask these what the next hop is.
+301/302 turn a POST into a body-less GET, 303 turns anything but HEAD into one (as browsers do), 307/308
+keep method and body; credentials are not sent to another origin; a loop (the same method, URL and
+cookies twice) or more than `max_redirects` hops stops the download with `TooManyRedirects`.
 """
 
 from __future__ import annotations
@@ -76,25 +76,25 @@ class RedirectTrail:
             )
 
 
-def redirect_target(http_request: httpx.Request, location: str, request: Request) -> httpx.URL:
-    """The absolute http(s) URL `location` names, relative to `http_request`'s URL.
+def redirect_target(base: httpx.URL, location: str, request: Request) -> httpx.URL:
+    """The absolute http(s) URL `location` names, relative to `base` (the URL that redirected).
 
     Raises:
         UnfetchableURL: `location` is not a valid URL, or not an http(s) one.
     """
     try:
-        target = http_request.url.join(location)
+        target = base.join(location)
         host = target.host  # decoded here: IDNAError (a ValueError) for a bad label such as "xn--zz"
     except (httpx.InvalidURL, ValueError) as exc:
         raise UnfetchableURL(
             location,
-            f"{http_request.url} redirected to an invalid Location {location!r}: {exc}",
+            f"{base} redirected to an invalid Location {location!r}: {exc}",
             request=request,
         ) from exc
     if target.scheme not in ("http", "https") or not host:
         raise UnfetchableURL(
             location,
-            f"{http_request.url} redirected to {location!r}, which is not an http(s) URL",
+            f"{base} redirected to {location!r}, which is not an http(s) URL",
             request=request,
         )
     return target

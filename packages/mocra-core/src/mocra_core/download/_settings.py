@@ -11,7 +11,10 @@ import msgspec
 from .._bounds import at_least, positive
 from ._autothrottle import AutoThrottleSettings
 
-__all__ = ("DEFAULT_HEADERS", "DownloadSettings")
+__all__ = ("DEFAULT_HEADERS", "TRANSPORTS", "DownloadSettings")
+
+TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx")
+"""The values of `DownloadSettings.transport`, the default first."""
 
 DEFAULT_HEADERS: dict[str, str] = {
     "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
@@ -46,8 +49,10 @@ class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, 
         max_body_bytes: Cap on a response body *after* decompression; passing it raises `BodyTooLarge`.
         max_redirects: Redirect hops followed before `TooManyRedirects`; 0 returns the 3xx response as is.
         max_connections: Size of the connection pool shared by every host.
-        transport: `"aiohttp"` (httpx's API over an aiohttp pool, the measured default) or `"httpx"`
-            (httpx's own pool); see `benchmarks/README.md`, "Downloader transport".
+        transport: Which built-in downloader `build_downloader` makes: `"aiohttp"` (the default:
+            `AiohttpDownloader`, aiohttp natively, no httpx objects per request), `"httpx-aiohttp"`
+            (`HttpxDownloader`, httpx's model over an aiohttp pool) or `"httpx"` (`HttpxDownloader` over
+            httpx's own pool). All three behave alike; see `benchmarks/README.md`, "Downloader transport".
         verify: Verify TLS certificates.
         headers: Default request headers; `Request.headers` are merged over them.
         autothrottle: A per-host delay that follows the host's latency (`[download.autothrottle]`,
@@ -72,7 +77,7 @@ class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, 
     max_body_bytes: int = 10 * 1024 * 1024
     max_redirects: int = 10
     max_connections: int = 100
-    transport: Literal["aiohttp", "httpx"] = "aiohttp"
+    transport: Literal["aiohttp", "httpx-aiohttp", "httpx"] = "aiohttp"
     verify: bool = True
     headers: dict[str, str] = msgspec.field(default_factory=_default_headers)
     autothrottle: AutoThrottleSettings = AutoThrottleSettings()
@@ -83,5 +88,7 @@ class DownloadSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, 
         at_least(self, 0, "max_redirects")
         if not self.user_agent.strip():
             raise ValueError("user_agent: must not be empty")
-        if self.transport not in ("aiohttp", "httpx"):
-            raise ValueError(f"transport: expected 'aiohttp' or 'httpx', got {self.transport!r}")
+        if self.transport not in TRANSPORTS:
+            raise ValueError(
+                f"transport: expected 'aiohttp', 'httpx-aiohttp' or 'httpx', got {self.transport!r}"
+            )

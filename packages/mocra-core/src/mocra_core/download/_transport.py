@@ -23,7 +23,10 @@ __all__ = ("build_transport", "map_error", "transport_errors")
 
 
 def build_transport(settings: DownloadSettings, *, proxy: str | None = None) -> httpx.AsyncBaseTransport:
-    """The pool of `settings.transport` (`aiohttp` or `httpx`), `max_connections` wide, cookies left to us.
+    """The httpx transport of `settings.transport`, `max_connections` wide, cookies left to us.
+
+    `"httpx"` is httpx's own pool (httpcore); `"httpx-aiohttp"` and `"aiohttp"` (`AiohttpDownloader`'s
+    name, when an `HttpxDownloader` is given it) are an aiohttp pool under httpx-aiohttp's transport.
 
     Args:
         settings: Transport, pool size, TLS verification.
