@@ -15,7 +15,7 @@ from ._check import add_check_command
 from ._deploy import add_deploy_command
 from ._job_queues import add_job_arguments
 from ._new import add_new_command
-from ._progress import ProgressLine
+from ._progress import ProgressDisplay, add_progress_arguments
 from ._run import load_spiders, print_summary
 from ._serve import add_api_argument, add_serve_command
 from ._store_cli import add_store_commands
@@ -84,17 +84,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from mocra_core.engine import cluster_from_env
 
         builder.cluster(cluster_from_env())  # MOCRA_NODE_ID, MOCRA_CLUSTER_ADDR, MOCRA_DATA_DIR, …
-    progress = ProgressLine(sys.stderr)
-    if args.api is None:
-        result = builder.run(progress=progress.update)
-    else:
-        from ._serve import run_with_api
+    with ProgressDisplay(sys.stderr, mode=args.progress, every=args.progress_every) as progress:
+        if args.api is None:
+            result = builder.run(progress=progress.update)
+        else:
+            from ._serve import run_with_api
 
-        others = outputs(per_job=True)  # jobs started through the API: one file each
-        result = run_with_api(
-            builder, spiders, settings=settings, sink=others, address=args.api, progress=progress
-        )
-    progress.finish(result.stats)
+            others = outputs(per_job=True)  # jobs started through the API: one file each
+            result = run_with_api(
+                builder, spiders, settings=settings, sink=others, address=args.api, progress=progress
+            )
+        progress.finish(result.stats)
     print_summary(result, sys.stdout, output=args.output)
     code = _EXIT_CODES.get(result.reason, 0)
     return NOTHING_CRAWLED if code == 0 and result.nothing_crawled is not None else code
@@ -123,9 +123,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     if args.serve:
         return serve_demo(port=args.port, books=args.books, stream=sys.stdout)
-    return run_demo(
-        output=args.output, books=args.books, stream=sys.stdout, progress=ProgressLine(sys.stderr)
-    )
+    with ProgressDisplay(sys.stderr, mode=args.progress, every=args.progress_every) as progress:
+        return run_demo(output=args.output, books=args.books, stream=sys.stdout, progress=progress)
 
 
 def _cmd_dlq(args: argparse.Namespace) -> int:
@@ -240,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         "MOCRA_SEEDS, MOCRA_CLUSTER_PASSWORD",
     )
     add_api_argument(run, default=None)
+    add_progress_arguments(run)
     run.set_defaults(func=_cmd_run)
     add_new_command(commands)
     add_check_command(commands)
@@ -251,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--books", type=int, default=50, help="number of books on the demo site (default 50)")
     demo.add_argument("--serve", action="store_true", help="only serve the demo site (for your own spider)")
     demo.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000)")
+    add_progress_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
 
     dlq = commands.add_parser(

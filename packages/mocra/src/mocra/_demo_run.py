@@ -18,19 +18,19 @@ from ._run import print_summary
 if TYPE_CHECKING:
     from mocra_core import CrawlResult
 
-    from ._progress import ProgressLine
+    from ._progress import ProgressDisplay
 
 __all__ = ("crawl_demo", "run_demo", "serve_demo")
 
 
-async def crawl_demo(site: DemoSite, output: str, progress: ProgressLine | None = None) -> CrawlResult:
+async def crawl_demo(site: DemoSite, output: str, progress: ProgressDisplay | None = None) -> CrawlResult:
     """Serve `site` and crawl it into `output` (JSON lines), in the current event loop."""
     async with site.running() as base_url:
         builder = Mocra.builder().spider(BookSpider(base_url + "/"), JsonlSink(output))
         return await builder.run_async(handle_signals=True, progress=progress.update if progress else None)
 
 
-def run_demo(*, output: str, books: int, stream: TextIO, progress: ProgressLine | None = None) -> int:
+def run_demo(*, output: str, books: int, stream: TextIO, progress: ProgressDisplay | None = None) -> int:
     """Run the demo, print the summary and check the items against the site's ground truth.
 
     Returns:

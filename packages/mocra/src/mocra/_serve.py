@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mocra_core import CrawlResult, DataSink, MocraBuilder, Settings
     from mocra_core.modules import Module, Spider
 
-    from ._progress import ProgressLine
+    from ._progress import ProgressDisplay
 
 __all__ = ("add_serve_command", "job_sinks", "run_with_api")
 
@@ -83,7 +83,7 @@ def run_with_api(
     settings: Settings,
     sink: Callable[[Settings, str], DataSink | None],
     address: str,
-    progress: ProgressLine,
+    progress: ProgressDisplay,
 ) -> CrawlResult:
     """Run `builder`'s job with the admin API on `address`; `POST /api/v1/jobs` may start more of `spiders`.
 
