@@ -103,6 +103,7 @@ class CachedDownloader:
         self._settings = settings
         self._clock = clock
         self._owns_store = True
+        self._ignored_schemes = frozenset(scheme.lower() for scheme in settings.ignore_schemes)
         self._prefix = hashlib.blake2b(inner.name.encode(), digest_size=8).digest()
 
     def session(self, key: str) -> CachedDownloader:
@@ -123,7 +124,7 @@ class CachedDownloader:
             DownloadError: `inner` failed (nothing is stored).
         """
         settings = self._settings
-        if request.url.partition(":")[0].lower() in settings.ignore_schemes:
+        if request.url.partition(":")[0].lower() in self._ignored_schemes:
             return await self.inner.download(request)
         key = self._prefix + request.fingerprint
         entry = await self._store.get(key)

@@ -7,6 +7,7 @@ from ._backends import Backends, open_backends
 from ._builder import Mocra, MocraBuilder
 from ._codec import EngineCodec
 from ._deploying import deploy_to_job
+from ._downloaders import run_downloaders
 from ._engine import CrawlResult, Engine, Failure, Progress, describe_dead_letter
 from ._job_counts import read_job_counts
 from ._job_start import job_builder, with_overrides, with_start_urls
@@ -40,6 +41,7 @@ __all__ = (
     "open_backends",
     "read_job_counts",
     "recorded_modules",
+    "run_downloaders",
     "with_overrides",
     "with_start_urls",
 )
