@@ -3,6 +3,8 @@
 - `reference/settings.md`: every setting, from the settings structs (type, default, and the meaning from
   each struct's `Attributes:` docstring section).
 - `reference/cli.md`: every `mocra` command, from the argparse parser (`mocra._cli.build_parser`).
+- `packages/<distribution>.md`: each distribution's README (its PyPI page), its links made to resolve in
+  the site (`package_page`).
 
 `ExampleSections` is a griffe extension (mkdocstrings): it reads a docstring's `Example:` section as an
 examples section, so its doctest is shown as code rather than parsed as Markdown.
@@ -12,6 +14,8 @@ Example:
     True
     >>> "## `mocra run`" in cli_page()
     True
+    >>> package_page("mocra-dag").startswith("# mocra-dag")
+    True
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import pathlib
+import posixpath
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +33,26 @@ import msgspec
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.livereload import LiveReloadServer
     from mkdocs.structure.files import Files
 
-__all__ = ("ExampleSections", "cli_page", "on_files", "setting_rows", "settings_page")
+__all__ = (
+    "DISTRIBUTIONS",
+    "ExampleSections",
+    "cli_page",
+    "on_files",
+    "on_serve",
+    "package_page",
+    "relink",
+    "setting_rows",
+    "settings_page",
+)
 
 _EXAMPLE = re.compile(r"^(\s*)Example:[ \t]*$", re.M)
 _QUALIFIED = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)")
 _HELP_WIDTH = 110
+_ROOT = pathlib.Path(__file__).resolve().parents[1]
+DISTRIBUTIONS = ("mocra", "mocra-core", "mocra-cluster", "mocra-dag", "mocra-proxy", "mocra-store")
 
 
 class ExampleSections(griffe.Extension):
@@ -49,9 +68,18 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the generated reference pages to the site (a MkDocs hook)."""
     from mkdocs.structure.files import File
 
-    for path, content in (("reference/settings.md", settings_page()), ("reference/cli.md", cli_page())):
+    pages = [("reference/settings.md", settings_page()), ("reference/cli.md", cli_page())]
+    pages += [(f"packages/{dist}.md", package_page(dist)) for dist in DISTRIBUTIONS]
+    for path, content in pages:
         files.append(File.generated(config, path, content=content))
     return files
+
+
+def on_serve(server: LiveReloadServer, config: MkDocsConfig, builder: Any) -> LiveReloadServer:
+    """`mkdocs serve` rebuilds when a distribution's README changes too (a MkDocs hook)."""
+    for dist in DISTRIBUTIONS:
+        server.watch(str(_ROOT / "packages" / dist / "README.md"))
+    return server
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -198,3 +226,65 @@ def cli_page() -> str:
         title = " ".join(("mocra", *path))
         out += [f"## `{title}`", "", "```text", _help(parser).rstrip(), "```", ""]
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------- packages
+
+_FENCED = re.compile(r"^```.*?^```$", flags=re.S | re.M)
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def relink(target: str, dist: str) -> tuple[str | None, str]:
+    """Where a link of `dist`'s README goes in the site: (its target there or None, its repository path).
+
+    The READMEs link with paths of the repository (PyPI shows them as they are). In the site a link to
+    another README goes to that package's page, the root README to the home page, a `docs/` page to that
+    page; a link to any other file of the repository has no page (None). URLs and anchors stay.
+
+    Example:
+        >>> relink("../mocra-dag/README.md#graphs", "mocra")
+        ('mocra-dag.md#graphs', 'packages/mocra-dag/README.md')
+        >>> relink("../../README.md", "mocra-store"), relink("../../docs/store.md", "mocra-store")[0]
+        (('../index.md', 'README.md'), '../store.md')
+        >>> relink("../../examples/proxy_pool_httpx.py", "mocra-proxy")
+        (None, 'examples/proxy_pool_httpx.py')
+        >>> relink("https://pypi.org/project/mocra/", "mocra-core"), relink("#install", "mocra")
+        (('https://pypi.org/project/mocra/', ''), ('#install', ''))
+    """
+    if _SCHEME.match(target) or target.startswith("#"):
+        return target, ""
+    path, hash_, anchor = target.partition("#")
+    resolved = posixpath.normpath(posixpath.join("packages", dist, path))
+    package = re.fullmatch(r"packages/([\w-]+)/README\.md", resolved)
+    if resolved == "README.md":
+        page = "../index.md"
+    elif package is not None:
+        page = f"{package[1]}.md"
+    elif resolved.startswith("docs/"):
+        page = "../" + resolved.removeprefix("docs/")
+    else:
+        return None, resolved
+    return page + hash_ + anchor, resolved
+
+
+def _relinked(markdown: str, dist: str) -> str:
+    """`markdown` with every link outside code rewritten by `relink`; a link with no page becomes text."""
+
+    def one(match: re.Match[str]) -> str:
+        bang, text, target = match.groups()
+        page, path = relink(target, dist)
+        if page is not None:
+            return f"{bang}[{text}]({page})"
+        return text if path in text else f"{text} (`{path}`)"
+
+    parts, end = [], 0
+    for fence in _FENCED.finditer(markdown):
+        parts += [_LINK.sub(one, markdown[end : fence.start()]), fence.group(0)]
+        end = fence.end()
+    return "".join([*parts, _LINK.sub(one, markdown[end:])])
+
+
+def package_page(dist: str) -> str:
+    """The site's page of the distribution `dist`: its `packages/<dist>/README.md`, its links relinked."""
+    return _relinked((_ROOT / "packages" / dist / "README.md").read_text(encoding="utf-8"), dist)

@@ -76,6 +76,9 @@ def test_the_site_builds_strict_and_offline(tmp_path: pathlib.Path) -> None:
     assert (tmp_path / "site" / "reference" / "settings.html").is_file()
     api = (tmp_path / "site" / "reference" / "api" / "mocra_core.http.html").read_text()
     assert 'id="mocra_core.http.Request"' in api  # the reference was generated from the docstrings
+    for dist in hooks().DISTRIBUTIONS:  # each distribution's README is a page of the site
+        page = (tmp_path / "site" / "packages" / f"{dist}.html").read_text()
+        assert f'<h1 id="{dist}">' in page and "pip install" in page, dist
 
 
 def test_the_hooks_examples_run() -> None:
@@ -104,6 +107,27 @@ def test_every_command_is_in_the_cli_reference() -> None:
         assert f"## `{' '.join(('mocra', *path))}`" in page
 
 
+def test_every_distribution_readme_is_a_page_of_the_site() -> None:
+    readmes = {path.parent.name for path in (ROOT / "packages").glob("*/README.md")}
+    assert set(hooks().DISTRIBUTIONS) == readmes
+    pages = nav_pages()
+    for dist in sorted(readmes):
+        assert f"packages/{dist}.md" in pages, f"{dist}'s README has no page in the nav of mkdocs.yml"
+        assert hooks().package_page(dist).startswith(f"# {dist}\n")
+
+
+def test_a_readme_link_without_a_page_becomes_its_path() -> None:
+    page = hooks()._relinked(
+        "See [the example](../../examples/x.py), [`examples/y.py`](../../examples/y.py) and "
+        "[mocra](../mocra/README.md#install).\n```python\nhandlers[0](request)\n```\n",
+        "mocra-proxy",
+    )
+    assert page == (
+        "See the example (`examples/x.py`), `examples/y.py` and [mocra](mocra.md#install).\n"
+        "```python\nhandlers[0](request)\n```\n"
+    )
+
+
 def test_every_public_package_has_an_api_page() -> None:
     import mocra_core
 
@@ -120,11 +144,11 @@ def test_every_public_package_has_an_api_page() -> None:
         assert f"::: {name}\n" in (DOCS / page).read_text()
 
 
-def test_every_tutorial_and_how_to_page_with_code_is_run_by_a_test() -> None:
+def test_every_page_with_python_code_is_run_by_a_test() -> None:
     tests = "\n".join(
         path.read_text() for path in (ROOT / "packages" / "mocra" / "tests").glob("test_docs_*.py")
     )
-    for page in [*DOCS.glob("tutorial/*.md"), *DOCS.glob("howto/*.md")]:
+    for page in DOCS.rglob("*.md"):
         if re.search(r"^```python$", page.read_text(), flags=re.M):
             relative = page.relative_to(DOCS).as_posix()
             assert f'"{relative}"' in tests or f'"{page.stem}.md"' in tests, f"no test runs docs/{relative}"
