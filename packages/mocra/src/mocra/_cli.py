@@ -18,6 +18,7 @@ from ._new import add_new_command
 from ._progress import ProgressDisplay, add_progress_arguments
 from ._run import load_spiders, print_summary
 from ._serve import add_api_argument, add_serve_command
+from ._shell import add_shell_command
 from ._store_cli import add_store_commands
 
 if TYPE_CHECKING:
@@ -243,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
     add_new_command(commands)
     add_check_command(commands)
+    add_shell_command(commands)
 
     demo = commands.add_parser("demo", help="crawl the bundled offline demo bookshop")
     demo.add_argument(
