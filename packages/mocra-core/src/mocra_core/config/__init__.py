@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._admin import AdminSettings
+from ..dedup._settings import DedupSettings
 from ._load import load, parse_override
 from ._settings import (
     CoordinationSettings,
@@ -21,6 +22,7 @@ __all__ = (
     "AdminSettings",
     "CoordinationSettings",
     "CrawlSettings",
+    "DedupSettings",
     "KafkaQueueSettings",
     "NatsQueueSettings",
     "ProxySettings",

@@ -7,6 +7,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._bounds import at_least, positive
+from ..dedup._settings import DedupSettings
 from ..download import DownloadSettings, HttpCacheSettings, RetrySettings
 from ..download._proxy_pool import pool_config
 from ..download._proxy_route import POOL, check_pool_name
@@ -365,6 +366,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=
     """
 
     crawl: CrawlSettings = CrawlSettings()
+    dedup: DedupSettings = DedupSettings()
     download: DownloadSettings = DownloadSettings()
     retry: RetrySettings = RetrySettings()
     queue: QueueSettings = QueueSettings()
