@@ -1,4 +1,8 @@
-"""Fixtures for the download tests: both transports, a fake clock, a closed port, gzip bombs."""
+"""Fixtures for the download tests: every built-in downloader, a fake clock, a closed port, gzip bombs.
+
+The downloader tests are a conformance suite: `transport` runs each of them against every value of
+`DownloadSettings.transport` (`AiohttpDownloader`, and `HttpxDownloader` over aiohttp and over httpcore).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,14 @@ from typing import Any
 import anyio.lowlevel
 import pytest
 
-from mocra_core.download import DownloadSettings, HttpxDownloader
-
-TRANSPORTS = ("aiohttp", "httpx")
+from mocra_core.download import (
+    AiohttpDownloader,
+    DownloadSettings,
+    HttpxDownloader,
+    ProxyRoute,
+    build_downloader,
+)
+from mocra_core.download._settings import TRANSPORTS
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -20,16 +29,17 @@ def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-MakeDownloader = Callable[..., HttpxDownloader]
+BuiltIn = AiohttpDownloader | HttpxDownloader
+MakeDownloader = Callable[..., BuiltIn]
 
 
 @pytest.fixture
 async def make_downloader(transport: str) -> AsyncIterator[MakeDownloader]:
-    """`make_downloader(**settings)`: an `HttpxDownloader` on the parametrised transport, closed after."""
-    made: list[HttpxDownloader] = []
+    """`make_downloader(**settings)`: the built-in downloader of the parametrised transport, closed after."""
+    made: list[BuiltIn] = []
 
-    def make(**settings: Any) -> HttpxDownloader:
-        downloader = HttpxDownloader(DownloadSettings(transport=transport, **settings))  # type: ignore[arg-type]
+    def make(*, proxies: ProxyRoute | None = None, **settings: Any) -> BuiltIn:
+        downloader = build_downloader(DownloadSettings(transport=transport, **settings), proxies=proxies)  # type: ignore[arg-type]
         made.append(downloader)
         return downloader
 

@@ -1,4 +1,4 @@
-"""HttpxDownloader against a real local server, on both transports."""
+"""The built-in downloaders against a real local server: every test runs on each `transport`."""
 
 from __future__ import annotations
 
@@ -99,9 +99,9 @@ async def test_closed_downloader_refuses_requests(make_downloader: MakeDownloade
         await downloader.download(Request("http://127.0.0.1:9/"))
 
 
-async def test_async_context_manager_closes() -> None:
+async def test_async_context_manager_closes(make_downloader: MakeDownloader) -> None:
     server = LocalServer({"/": ServerResponse(body="ok")})
-    async with server.running() as base, HttpxDownloader() as downloader:
+    async with server.running() as base, make_downloader() as downloader:
         assert (await downloader.download(Request(base + "/"))).body == b"ok"
     with pytest.raises(RuntimeError):
         await downloader.download(Request(base + "/"))

@@ -9,6 +9,8 @@ def test_all_is_pinned() -> None:
     assert download.__all__ == (
         "ACCEPT_ENCODING",
         "DEFAULT_HEADERS",
+        "AiohttpDownloader",
+        "AiohttpSession",
         "AutoThrottle",
         "AutoThrottleSettings",
         "AutoscaleSettings",
@@ -49,6 +51,7 @@ def test_all_is_pinned() -> None:
         "ShareLimiter",
         "SharedPaceStore",
         "Ticket",
+        "build_downloader",
         "checks_hops",
         "domain_of",
         "origin_of",

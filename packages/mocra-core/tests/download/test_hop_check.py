@@ -1,4 +1,4 @@
-"""`HttpxDownloader.download(request, hop=...)`: each redirect hop is asked about before it is sent."""
+"""`download(request, hop=...)` of each built-in downloader: every redirect hop is asked about first."""
 
 from __future__ import annotations
 
@@ -7,16 +7,25 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mocra_core import BodyTooLarge, HopRefused, Request
-from mocra_core.download import DownloadSettings, Hop, HttpxDownloader, checks_hops
+from mocra_core.download import Hop, checks_hops
 from mocra_core.testing import LocalServer, ServerResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from mocra_core.download import HopCheckingDownloader, HttpxSession
+    from conftest import MakeDownloader
+    from mocra_core.download import (
+        AiohttpDownloader,
+        AiohttpSession,
+        HopCheckingDownloader,
+        HttpxDownloader,
+        HttpxSession,
+    )
 
-    def _fits(downloader: HttpxDownloader, session: HttpxSession) -> list[HopCheckingDownloader]:
-        return [downloader, session]  # mypy --strict proves both implement the protocol
+    def _fits(
+        downloader: HttpxDownloader, session: HttpxSession, native: AiohttpDownloader, view: AiohttpSession
+    ) -> list[HopCheckingDownloader]:
+        return [downloader, session, native, view]  # mypy --strict proves they implement the protocol
 
 
 pytestmark = pytest.mark.anyio
@@ -36,14 +45,16 @@ async def site() -> AsyncIterator[LocalServer]:
         yield server
 
 
-async def test_each_hop_is_asked_about_with_its_target_method_and_status(site: LocalServer) -> None:
+async def test_each_hop_is_asked_about_with_its_target_method_and_status(
+    site: LocalServer, make_downloader: MakeDownloader
+) -> None:
     asked: list[Hop] = []
 
     async def follow(hop: Hop) -> str | None:
         asked.append(hop)
         return None
 
-    async with HttpxDownloader() as downloader:
+    async with make_downloader() as downloader:
         response = await downloader.download(Request(site.url("/go")), hop=follow)
         posted = await downloader.download(Request(site.url("/form"), method="POST", body=b"a=1"), hop=follow)
 
@@ -56,12 +67,12 @@ async def test_each_hop_is_asked_about_with_its_target_method_and_status(site: L
     ]
 
 
-async def test_a_refused_hop_is_not_sent(site: LocalServer) -> None:
+async def test_a_refused_hop_is_not_sent(site: LocalServer, make_downloader: MakeDownloader) -> None:
     async def refuse_end(hop: Hop) -> str | None:
         return "duplicate" if hop.url.endswith("/end") else None
 
     request = Request(site.url("/go"))
-    async with HttpxDownloader() as downloader:
+    async with make_downloader() as downloader:
         with pytest.raises(HopRefused) as caught:
             await downloader.download(request, hop=refuse_end)
         session = downloader.session("alice")
@@ -78,17 +89,21 @@ async def test_a_refused_hop_is_not_sent(site: LocalServer) -> None:
     assert site.hits["/end"] == 0
 
 
-async def test_the_downloaders_are_known_to_check_hops(site: LocalServer) -> None:
-    async with HttpxDownloader() as downloader:
+async def test_the_downloaders_are_known_to_check_hops(
+    site: LocalServer, make_downloader: MakeDownloader
+) -> None:
+    async with make_downloader() as downloader:
         assert checks_hops(downloader)
         assert checks_hops(downloader.session("alice"))
 
 
-async def test_a_body_cut_at_the_cap_says_how_many_bytes_were_received(site: LocalServer) -> None:
+async def test_a_body_cut_at_the_cap_says_how_many_bytes_were_received(
+    site: LocalServer, make_downloader: MakeDownloader
+) -> None:
     site.route("/chunked", ServerResponse(chunks=[b"x" * 600] * 10))
     site.route("/declared", ServerResponse(body=b"x" * 6000))
 
-    async with HttpxDownloader(DownloadSettings(max_body_bytes=1000)) as downloader:
+    async with make_downloader(max_body_bytes=1000) as downloader:
         with pytest.raises(BodyTooLarge) as chunked:
             await downloader.download(Request(site.url("/chunked")))
         with pytest.raises(BodyTooLarge) as declared:

@@ -1,4 +1,4 @@
-"""`HttpxDownloader` through real `ForwardProxy` instances: a fixed proxy, a pool, failures, credentials."""
+"""Each built-in downloader through real `ForwardProxy` instances: a fixed proxy, a pool, failures, logins."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ import anyio
 import pytest
 
 from mocra_core import DownloadError
-from mocra_core.download import DownloadSettings, HttpxDownloader, ProxyLeaser, ProxyRoute
+from mocra_core.download import (
+    AiohttpDownloader,
+    DownloadSettings,
+    HttpxDownloader,
+    ProxyLeaser,
+    ProxyRoute,
+    build_downloader,
+)
 from mocra_core.download._proxy_transports import ProxyTransports
 from mocra_core.http import Request
 from mocra_core.testing import LocalServer, ServerResponse
@@ -22,6 +29,8 @@ from mocra_proxy import ProxyPool, RoundRobinPolicy, StaticSource
 from mocra_proxy.testing import ForwardProxy, OriginServer
 
 pytestmark = pytest.mark.anyio
+
+BuiltIn = AiohttpDownloader | HttpxDownloader
 
 SITE = {f"/p{i}": ServerResponse(body=f"page {i}") for i in range(12)}
 
@@ -37,11 +46,11 @@ def pool_of(urls: list[str], **options: object) -> ProxyPool:
     return ProxyPool([StaticSource(urls)], policy=RoundRobinPolicy(), lease_timeout=5, **options)  # type: ignore[arg-type]
 
 
-def downloader(transport: str, route: ProxyRoute) -> HttpxDownloader:
-    return HttpxDownloader(DownloadSettings(transport=transport), proxies=route)  # type: ignore[arg-type]
+def downloader(transport: str, route: ProxyRoute) -> BuiltIn:
+    return build_downloader(DownloadSettings(transport=transport), proxies=route)  # type: ignore[arg-type]
 
 
-def pooled(transport: str, pool: ProxyPool) -> HttpxDownloader:
+def pooled(transport: str, pool: ProxyPool) -> BuiltIn:
     return downloader(transport, ProxyRoute(pool=pool))
 
 
@@ -171,6 +180,7 @@ async def test_a_session_key_keeps_its_proxy(transport: str) -> None:
     assert sorted(forwarded(proxy) for proxy in three) == [0, 0, 4]
 
 
+@pytest.mark.parametrize("transport", ["httpx-aiohttp", "httpx"])  # aiohttp: one pool for all, no cache
 async def test_a_transport_pushed_out_of_the_cache_finishes_its_request(transport: str) -> None:
     slow, fast = ForwardProxy(delay=0.3), ForwardProxy()
     async with LocalServer(SITE).running() as site, proxies(slow, fast) as (slow_url, fast_url):
@@ -214,7 +224,7 @@ async def test_an_https_page_through_connect_and_a_banned_tunnel(
     origin = OriginServer({"/secure": "tls page"}, ssl_context=server_tls)
     async with origin.running() as site, proxies(banned, good) as urls, pool_of(urls) as pool:
         settings = DownloadSettings(transport=transport, verify=False)  # type: ignore[arg-type]
-        async with HttpxDownloader(settings, proxies=ProxyRoute(pool=pool)) as down:
+        async with build_downloader(settings, proxies=ProxyRoute(pool=pool)) as down:
             response = await down.download(Request(f"{site}/secure"))
     assert (response.status, response.body) == (200, b"tls page")
     assert [(s.method, s.status) for s in banned.seen] == [("CONNECT", 403)]

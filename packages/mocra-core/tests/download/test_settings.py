@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from mocra_core.download import DEFAULT_HEADERS, DownloadSettings
+from mocra_core.download import DEFAULT_HEADERS, DownloadSettings, build_downloader
 
 
 def test_defaults() -> None:
@@ -38,7 +38,18 @@ def test_nonsense_is_rejected_naming_the_field(kwargs: dict[str, object], field:
 def test_decoded_from_config_with_typos_refused() -> None:
     settings = msgspec.convert({"read_timeout": 5, "transport": "httpx"}, DownloadSettings)
     assert (settings.read_timeout, settings.transport) == (5.0, "httpx")
+    assert msgspec.convert({"transport": "httpx-aiohttp"}, DownloadSettings).transport == "httpx-aiohttp"
     with pytest.raises(msgspec.ValidationError, match="read_timout"):
         msgspec.convert({"read_timout": 5}, DownloadSettings)
     with pytest.raises(msgspec.ValidationError, match="connect_timeout"):
         msgspec.convert({"connect_timeout": -2}, DownloadSettings)
+
+
+@pytest.mark.parametrize(
+    ("transport", "made"),
+    [("aiohttp", "AiohttpDownloader"), ("httpx-aiohttp", "HttpxDownloader"), ("httpx", "HttpxDownloader")],
+)
+def test_the_transport_picks_the_built_in_downloader(transport: str, made: str) -> None:
+    downloader = build_downloader(DownloadSettings(transport=transport), name="x")  # type: ignore[arg-type]
+    assert (type(downloader).__name__, downloader.name) == (made, "x")
+    assert type(build_downloader()).__name__ == "AiohttpDownloader"  # the default

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from mocra_core import ConfigError, Ctx, DownloadError, InvalidURL, Module, Request, Spider
-from mocra_core.download import HttpxDownloader
+from mocra_core.download import AiohttpDownloader, HttpxDownloader, build_downloader
 from mocra_core.modules import compile_module
 
 from ._contracts import Contracts, Output, contract_lines, parse_contracts
@@ -136,12 +136,12 @@ class Tally:
 async def check_targets(targets: Sequence[Target], settings: Settings, stream: TextIO) -> Tally:
     """Fetch each target's page with the settings' downloader, run the callback, judge its contracts.
 
-    The download is the crawl's (`HttpxDownloader` with `[download]`: the same headers, cookies,
+    The download is the crawl's (`build_downloader` with `[download]`: the same headers, cookies,
     decoding and body cap); a status the crawl retries (`retry.statuses`) fails the `@url` contract, as
     its page would never reach the callback.
     """
     tally = Tally()
-    async with HttpxDownloader(settings.download) as downloader:
+    async with build_downloader(settings.download) as downloader:
         for target in targets:
             stream.write(f"{target.where}\n")
             output, ran = await _fetch_and_parse(target, downloader, settings)
@@ -153,7 +153,7 @@ async def check_targets(targets: Sequence[Target], settings: Settings, stream: T
 
 
 async def _fetch_and_parse(
-    target: Target, downloader: HttpxDownloader, settings: Settings
+    target: Target, downloader: AiohttpDownloader | HttpxDownloader, settings: Settings
 ) -> tuple[Output | None, str]:
     """The callback's output for its page (None when there is none) and what happened."""
     try:

@@ -1,11 +1,15 @@
-"""The download stage: the `Downloader` seam and its httpx implementation, politeness, retries.
+"""The download stage: the `Downloader` seam and its implementations, politeness, retries.
+
+Downloaders: `AiohttpDownloader` (the default, aiohttp natively) and `HttpxDownloader` (httpx's model,
+over an aiohttp pool or httpx's own) behave alike; `build_downloader` makes the one
+`DownloadSettings.transport` names.
 
 Politeness is `DomainLimiter` (per-domain concurrency, delay, adaptive slow-down, in one process),
 `GatedLimiter` (the same plus a `DomainGate` ticket, so the limits hold across the workers of a job:
 `LmdbDomainGate` on one host, `RedisDomainGate` on many (the `redis` extra); both live in
 `mocra_core.backends` and are imported on first use), `ShareLimiter` (a cluster without a gate: each
 node keeps to its share of the limits) and `RobotsPolicy` (robots.txt); `RetryPolicy` decides whether
-and when a failed download is tried again. A `HopCheckingDownloader` (as `HttpxDownloader`) lets the
+and when a failed download is tried again. A `HopCheckingDownloader` (as both built-in downloaders) lets the
 engine check each redirect `Hop` first. `try_acquire` takes a domain's slot without waiting (a `Permit`),
 as any `DomainAdmission` does.
 
@@ -16,7 +20,7 @@ latency, shared by a job's processes through a `PaceStore`).
 Development: `CachedDownloader` answers downloads from an HTTP cache (`HttpCacheSettings`, `[http_cache]`)
 and stores what the downloader it wraps fetches.
 
-Proxies: a `ProxyRoute` tells `HttpxDownloader` which proxy each request goes through (a fixed URL, or a
+Proxies: a `ProxyRoute` tells a built-in downloader which proxy each request goes through (a fixed URL, or a
 lease from a `ProxyLeaser` such as `mocra_proxy.ProxyPool`, with every outcome reported back).
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import load_optional
+from ._aiohttp import AiohttpDownloader, AiohttpSession
 from ._autoscale import AutoscaledConcurrency, AutoscaleSettings, AutoscaleState
 from ._autothrottle import (
     AutoThrottle,
@@ -34,6 +39,7 @@ from ._autothrottle import (
     PaceStore,
     SharedPaceStore,
 )
+from ._build import build_downloader
 from ._cache import CachedDownloader, NotCached
 from ._cache_settings import HttpCacheSettings
 from ._decode import ACCEPT_ENCODING, BodyDecoder
@@ -57,6 +63,8 @@ if TYPE_CHECKING:
 __all__ = (
     "ACCEPT_ENCODING",
     "DEFAULT_HEADERS",
+    "AiohttpDownloader",
+    "AiohttpSession",
     "AutoThrottle",
     "AutoThrottleSettings",
     "AutoscaleSettings",
@@ -97,6 +105,7 @@ __all__ = (
     "ShareLimiter",
     "SharedPaceStore",
     "Ticket",
+    "build_downloader",
     "checks_hops",
     "domain_of",
     "origin_of",

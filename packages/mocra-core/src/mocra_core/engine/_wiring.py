@@ -16,7 +16,16 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from .._errors import ConfigError
-from ..download import DomainLimiter, GatedLimiter, HttpxDownloader, RetryPolicy, RobotsPolicy, ShareLimiter
+from ..download import (
+    AiohttpDownloader,
+    DomainLimiter,
+    GatedLimiter,
+    HttpxDownloader,
+    RetryPolicy,
+    RobotsPolicy,
+    ShareLimiter,
+    build_downloader,
+)
 from ..download._cache import cache_downloaders, unwrap
 from ..download._proxy_pool import open_proxy_route
 from ..schedule import CronRunner, CronSchedule
@@ -293,7 +302,7 @@ async def route_proxies(
             except ValueError as exc:
                 raise ConfigError(f"{module.name}.proxy", str(exc).removeprefix("proxy: ")) from None
     for downloader in map(unwrap, downloaders.values()):
-        if isinstance(downloader, HttpxDownloader) and downloader.routed_by_run:
+        if isinstance(downloader, (AiohttpDownloader, HttpxDownloader)) and downloader.routed_by_run:
             downloader.route_proxies(route)
     if route.url is not None or route.pools:
         logger.info("proxies: %r", route)
@@ -334,7 +343,7 @@ async def open_downloaders(
     """
     downloaders = dict(given)
     if "default" not in downloaders:
-        downloaders["default"] = HttpxDownloader(settings.download)
+        downloaders["default"] = build_downloader(settings.download)  # [download] transport picks it
     if settings.http_cache.enabled:
         downloaders = cache_downloaders(downloaders, settings.http_cache, job_dir=settings.crawl.job_dir)
     names = ", ".join(sorted(downloaders))

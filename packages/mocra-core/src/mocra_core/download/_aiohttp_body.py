@@ -1,0 +1,78 @@
+"""An aiohttp response's body read under the size cap, and a redirect's body drained for reuse.
+
+Both give the connection back (`release`) when the body was read to its end and close it on every
+other path (an error, a cancel, a body over the cap), so no pooled connection leaks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._decode import BodyDecoder
+from ._transport import map_error
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from ..http import Request
+
+__all__ = ("discard_aiohttp_body", "read_aiohttp_body")
+
+_DRAIN_BYTES = 64 * 1024  # a redirect body up to this is read so its connection can be reused
+
+
+async def read_aiohttp_body(
+    resp: aiohttp.ClientResponse,
+    request: Request,
+    url: str,
+    method: str,
+    *,
+    max_body_bytes: int,
+    errors: tuple[type[BaseException], ...],
+) -> bytes:
+    """The decoded body of `resp`; a transport error in `errors` becomes a `DownloadError`.
+
+    Raises:
+        BodyTooLarge: The decoded body passes `max_body_bytes` (or a declared `Content-Length` does).
+    """
+    headers = resp.headers
+    encoding = headers.get("Content-Encoding")
+    decoder = BodyDecoder(encoding or "", max_body_bytes, request)
+    try:
+        if encoding is None and method != "HEAD":
+            declared = headers.get("Content-Length")
+            if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+                raise decoder.too_large(int(declared))
+        content = resp.content
+        while chunk := await content.readany():
+            decoder.feed(chunk)
+    except errors as exc:
+        resp.close()
+        raise map_error(exc, request, url) from exc
+    except BaseException:
+        resp.close()
+        raise
+    resp.release()
+    return decoder.finish()
+
+
+async def discard_aiohttp_body(
+    resp: aiohttp.ClientResponse, request: Request, url: str, *, errors: tuple[type[BaseException], ...]
+) -> None:
+    """Read and drop a redirect's body (up to 64 KiB, so its connection goes back to the pool)."""
+    read = 0
+    content = resp.content
+    try:
+        while read <= _DRAIN_BYTES:
+            chunk = await content.readany()
+            if not chunk:
+                resp.release()
+                return
+            read += len(chunk)
+    except errors as exc:
+        resp.close()
+        raise map_error(exc, request, url) from exc
+    except BaseException:
+        resp.close()
+        raise
+    resp.close()  # too long to drain: the connection is not worth it
