@@ -12,8 +12,12 @@ Variants:
     client-httpx         httpx.AsyncClient with its own pool (httpcore)
     client-aiohttp       httpx.AsyncClient over httpx_aiohttp.AiohttpTransport
     transport-aiohttp    AiohttpTransport.handle_async_request directly (no AsyncClient.send)
-    mocra-httpx          mocra_core.download.HttpxDownloader(transport="httpx")
-    mocra-aiohttp        mocra_core.download.HttpxDownloader(transport="aiohttp")
+    mocra-httpx          build_downloader(transport="httpx"): HttpxDownloader over httpcore
+    mocra-httpx-aiohttp  build_downloader(transport="httpx-aiohttp"): HttpxDownloader over an aiohttp pool
+    mocra-aiohttp        build_downloader(transport="aiohttp"): AiohttpDownloader, the default (native)
+
+(Before issue 22, `mocra-aiohttp` named what is now `mocra-httpx-aiohttp`: `transport="aiohttp"` meant
+httpx's model over aiohttp's pool.)
 """
 
 from __future__ import annotations
@@ -88,11 +92,11 @@ async def run_variant(name: str, urls: list[str]) -> tuple[float, float, int]:
 
             return await _drive(urls, fetch_transport)
     if name.startswith("mocra-"):
-        from mocra_core.download import DownloadSettings, HttpxDownloader
+        from mocra_core.download import DownloadSettings, build_downloader
         from mocra_core.http import Request
 
         settings = DownloadSettings(transport=name.removeprefix("mocra-"), max_connections=CONCURRENCY)  # type: ignore[arg-type]
-        async with HttpxDownloader(settings) as downloader:
+        async with build_downloader(settings) as downloader:
 
             async def fetch_mocra(url: str) -> int:
                 return len((await downloader.download(Request(url))).body)
@@ -107,6 +111,7 @@ VARIANTS = (
     "client-aiohttp",
     "transport-aiohttp",
     "mocra-httpx",
+    "mocra-httpx-aiohttp",
     "mocra-aiohttp",
 )
 
