@@ -564,3 +564,15 @@ async def test_a_given_httpx_transport_is_used_and_closed() -> None:
             assert downloader.name == "mine"
             assert (await downloader.download(Request(base + "/"))).body == b"via my transport"
     assert transport._pool.connections == []  # closed with the downloader
+
+
+async def test_only_the_given_headers_are_sent(make_downloader: MakeDownloader) -> None:
+    server = LocalServer(fallback=echo_handler)
+    async with server.running() as base:
+        downloader = make_downloader(headers={"X-Only": "1"})
+        await downloader.download(Request(base + "/get"))
+        await downloader.download(Request(base + "/post", method="POST", body=b"raw bytes"))
+    get, post = server.requests
+    assert sorted(get.headers) == ["accept-encoding", "host", "user-agent", "x-only"]
+    assert sorted(post.headers) == ["accept-encoding", "content-length", "host", "user-agent", "x-only"]
+    assert post.body == b"raw bytes"

@@ -31,7 +31,7 @@ from ._redirects import (
     redirect_target,
 )
 from ._session import DownloaderSession
-from ._transport import map_error
+from ._transport import SKIP_AUTO_HEADERS, map_error
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 __all__ = ("AiohttpDownloader", "AiohttpSession")
 
 logger = logging.getLogger(__name__)
-
-# aiohttp adds these unless told not to; the downloader sends exactly the headers it was given
-_SKIP_AUTO_HEADERS = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
 
 
 class _ProxyURLs:
@@ -137,7 +134,7 @@ class AiohttpDownloader(PooledDownloader[str | None]):
                 sock_connect=settings.connect_timeout,
                 sock_read=settings.read_timeout,
             ),
-            skip_auto_headers=_SKIP_AUTO_HEADERS,
+            skip_auto_headers=SKIP_AUTO_HEADERS,  # send exactly our headers, as httpx does
             trust_env=False,
             max_line_size=65536,
             max_field_size=65536,

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from ..http import Request
     from ._settings import DownloadSettings
 
-__all__ = ("build_transport", "map_error", "transport_errors")
+__all__ = ("SKIP_AUTO_HEADERS", "build_transport", "map_error", "transport_errors")
+
+SKIP_AUTO_HEADERS = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
+"""The headers an aiohttp session would add by itself (`Accept: */*`, a body's `Content-Type`): never."""
 
 
 def build_transport(settings: DownloadSettings, *, proxy: str | None = None) -> httpx.AsyncBaseTransport:
@@ -53,6 +56,7 @@ def build_transport(settings: DownloadSettings, *, proxy: str | None = None) -> 
             timeout=aiohttp.ClientTimeout(total=None),  # per-request timeouts come from the extensions
             max_line_size=65536,
             max_field_size=65536,
+            skip_auto_headers=SKIP_AUTO_HEADERS,  # send exactly our headers, as httpx does
         )
 
     transport = AiohttpTransport(
