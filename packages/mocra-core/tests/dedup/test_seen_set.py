@@ -13,7 +13,15 @@ import pytest
 import redis.asyncio
 
 from mocra_cluster import ClusterConfig, LocalControlPlane, RaftControlPlane
-from mocra_core.dedup import ClusterSeenSet, LmdbSeenSet, MemorySeenSet, RedisSeenSet, SeenSet
+from mocra_core.dedup import (
+    ClusterSeenSet,
+    LmdbSeenSet,
+    MemoryBloomSeenSet,
+    MemorySeenSet,
+    RedisBloomSeenSet,
+    RedisSeenSet,
+    SeenSet,
+)
 
 if TYPE_CHECKING:
     import pathlib
@@ -27,7 +35,12 @@ def fp(n: int) -> bytes:
 REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-@pytest.fixture(params=["memory", "lmdb", "redis", "cluster-local", "cluster-raft"])
+# The approximate sets (Bloom filters) pass the same tests: at their default capacity the few thousand
+# fingerprints here fill them too little for a false positive (each test's chance of one: < 1e-9).
+KINDS = ["memory", "lmdb", "redis", "cluster-local", "cluster-raft", "memory-bloom", "redis-bloom"]
+
+
+@pytest.fixture(params=KINDS)
 async def seen(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncIterator[SeenSet]:
     if request.param == "cluster-local":
         async with LocalControlPlane(tmp_path / "plane", sync=False) as local:
@@ -43,14 +56,19 @@ async def seen(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncI
                 await raft.wait_ready()
             yield ClusterSeenSet(raft, key="job/seen")
         return
-    if request.param == "redis":
+    if request.param.startswith("redis"):
         namespace = f"mocra-test-{uuid.uuid4().hex}"  # fresh per test, dropped after it
-        async with RedisSeenSet(REDIS_URL, namespace=namespace) as redis_store:
+        kind = RedisBloomSeenSet if request.param == "redis-bloom" else RedisSeenSet
+        async with kind(REDIS_URL, namespace=namespace) as redis_store:
             yield redis_store
         async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
-            await raw.delete(f"{namespace}:seen")
+            await raw.delete(f"{namespace}:seen", f"{namespace}:seen:0")
         return
-    store: SeenSet = MemorySeenSet() if request.param == "memory" else LmdbSeenSet(tmp_path / "seen")
+    store: SeenSet
+    if request.param == "memory-bloom":
+        store = MemoryBloomSeenSet()
+    else:
+        store = MemorySeenSet() if request.param == "memory" else LmdbSeenSet(tmp_path / "seen")
     async with store:
         yield store
 

@@ -35,6 +35,7 @@ class DedupSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 
     def __post_init__(self) -> None:
         if not 0 < self.false_positive_rate <= 0.5:
-            raise ValueError(f"false_positive_rate: expected 0 < rate <= 0.5, got {self.false_positive_rate!r}")
+            rate = self.false_positive_rate
+            raise ValueError(f"false_positive_rate: expected 0 < rate <= 0.5, got {rate!r}")
         if self.capacity < 1:
             raise ValueError(f"capacity: expected at least 1, got {self.capacity!r}")

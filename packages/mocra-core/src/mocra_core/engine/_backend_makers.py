@@ -119,15 +119,28 @@ def make_seen(
 
         assert plane is not None, "a cluster's seen set is on its started plane"
         return ClusterSeenSet(plane, key=f"{plan.namespace}/seen")
+    approximate, capacity, rate = plan.dedup.approximate, plan.dedup.capacity, plan.dedup.false_positive_rate
     if seen.kind == "redis":
-        from ..dedup import RedisSeenSet
+        from ..dedup import RedisBloomSeenSet, RedisSeenSet
 
         client = None if redis is None else redis.get(seen.where)
+        if approximate:
+            return RedisBloomSeenSet(
+                seen.where,
+                namespace=plan.namespace,
+                capacity=capacity,
+                false_positive_rate=rate,
+                client=client,
+            )
         return RedisSeenSet(seen.where, namespace=plan.namespace, client=client)
     if seen.kind == "coordination":
         return CoordinationSeenSet(coordination)
     if seen.kind == "lmdb":
         return LmdbSeenSet(seen.where)
+    if approximate:
+        from ..dedup import MemoryBloomSeenSet
+
+        return MemoryBloomSeenSet(capacity=capacity, false_positive_rate=rate)
     return MemorySeenSet()
 
 

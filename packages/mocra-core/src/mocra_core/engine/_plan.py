@@ -23,7 +23,7 @@ import re
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from .._errors import ConfigError, redact
-from ..config import QueueSettings
+from ..config import DedupSettings, QueueSettings
 from . import _backend_makers
 
 if TYPE_CHECKING:
@@ -110,11 +110,13 @@ class BackendPlan:
         coordination: The coordination store: `memory`, `lmdb`, `redis` or `cluster`; None only in a
             `read_only` plan of a shared job that names none (its counts are out of reach).
         seen: The seen set (`memory`, `lmdb`, `redis`, `cluster`, or `coordination`: in the coordination
-            store); None with `crawl.dedup = false`.
+            store); None with `crawl.dedup = false`. With `dedup.approximate`, a `memory` or `redis` set
+            is a scalable Bloom filter (`MemoryBloomSeenSet`, `RedisBloomSeenSet`); the others stay exact.
         gate: The job-wide politeness gate (`lmdb` or `redis`), None when each worker keeps its own limits.
         job_dir: The job dir (`crawl.job_dir`), or None.
         cluster: The cluster node this run is (its Raft plane holds coordination and seen set), or None.
         queue_settings: How the queue is opened (`visibility_timeout`, `max_attempts`, broker options).
+        dedup: Whether the seen set is exact or approximate, and the approximate one's rate and capacity.
 
     Example:
         >>> from mocra_core.config import Settings
@@ -138,6 +140,7 @@ class BackendPlan:
     job_dir: str | None = None
     cluster: ClusterConfig | None = None
     queue_settings: QueueSettings = dataclasses.field(default_factory=QueueSettings)
+    dedup: DedupSettings = dataclasses.field(default_factory=DedupSettings)
 
     @property
     def namespace(self) -> str:
@@ -193,6 +196,7 @@ class BackendPlan:
             job_dir=job_dir,
             cluster=cluster,
             queue_settings=settings.queue,
+            dedup=settings.dedup,
         )
 
     def describe(self) -> str:

@@ -1,0 +1,158 @@
+"""The approximate seen sets (scalable Bloom filters): layout, error rate, growth, several Redis clients."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from typing import TYPE_CHECKING
+
+import anyio
+import pytest
+import redis.asyncio
+
+from mocra_core.config import Settings
+from mocra_core.dedup import DedupSettings, MemoryBloomSeenSet, RedisBloomSeenSet
+from mocra_core.dedup._bloom import MAX_FILTER_BITS, filter_layout, series_bits
+from mocra_core.engine._plan import BackendPlan
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+pytestmark = pytest.mark.anyio
+
+REDIS_URL = os.environ.get("MOCRA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+Bloom = MemoryBloomSeenSet | RedisBloomSeenSet
+
+
+def fp(n: int) -> bytes:
+    return hashlib.blake2b(str(n).encode(), digest_size=16).digest()
+
+
+@pytest.fixture
+async def namespace() -> AsyncIterator[str]:
+    """A fresh Redis namespace, its keys deleted after the test."""
+    name = f"mocra-test-{uuid.uuid4().hex}"
+    yield name
+    async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
+        keys = await raw.keys(f"{name}:*")
+        if keys:
+            await raw.delete(*keys)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make(request: pytest.FixtureRequest, namespace: str) -> Callable[..., Bloom]:
+    """Makes a fresh approximate set of either kind (`capacity`, `false_positive_rate`)."""
+
+    def made(**options: float) -> Bloom:
+        capacity, rate = int(options["capacity"]), float(options["false_positive_rate"])
+        if request.param == "memory":
+            return MemoryBloomSeenSet(capacity=capacity, false_positive_rate=rate)
+        return RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=capacity, false_positive_rate=rate)
+
+    return made
+
+
+def test_the_rates_of_a_series_add_up_to_less_than_its_rate() -> None:
+    layouts = [filter_layout(i, capacity=1000, rate=0.001) for i in range(40)]
+    assert sum(layout.rate for layout in layouts) < 0.001
+    assert [layout.capacity for layout in layouts[:3]] == [1000, 2000, 4000]
+    assert all(layout.bits <= MAX_FILTER_BITS for layout in layouts)
+    assert layouts[-1].capacity < 1000 * 2**39  # capped: a Redis string holds 2**32 bits
+    first = layouts[0]
+    assert (first.bits, first.hashes) == (15821, 11)  # -n ln(p) / ln² 2 bits, -log2(p) hashes, p = 0.0005
+
+
+def test_100_million_at_a_tenth_of_a_percent_is_under_200_mb() -> None:
+    assert series_bits(100_000_000, capacity=100_000_000, rate=0.001) / 8 < 200e6
+    assert series_bits(100_000_001, capacity=100_000_000, rate=0.001) > 3 * series_bits(
+        1, capacity=100_000_000, rate=0.001
+    )
+
+
+async def test_a_seen_fingerprint_is_never_new_and_new_ones_rarely_seen(make: Callable[..., Bloom]) -> None:
+    """Past growth: every added fingerprint stays seen; a fresh one is taken for seen with chance < p."""
+    async with make(capacity=1_000, false_positive_rate=0.01) as seen:
+        added = [fp(n) for n in range(2_000)]  # the first filter full, the second half
+        new = 0
+        for start in range(0, len(added), 500):
+            new += sum(await seen.add_if_absent(added[start : start + 500]))
+        assert new > 2_000 * 0.99
+        assert await seen.count() == new
+        assert not any(await seen.add_if_absent(added))  # no false negative, ever
+        fresh = [fp(n) for n in range(100_000, 110_000)]
+        taken_for_seen = sum(not n for n in await seen.add_if_absent(fresh))
+        assert taken_for_seen < 0.01 * len(fresh)  # expected ~0.5 %: Poisson(50) stays under 100
+
+
+async def test_a_full_filter_gets_a_successor_twice_as_big(make: Callable[..., Bloom]) -> None:
+    async with make(capacity=1_000, false_positive_rate=0.001) as seen:
+        await seen.add_if_absent([fp(n) for n in range(999)])
+        assert await _filters(seen) == 1
+        await seen.add_if_absent([fp(n) for n in range(999, 1_001)])  # fills the first, starts the second
+        assert await _filters(seen) == 2
+        await seen.add_if_absent(
+            [fp(n) for n in range(1_001, 3_101)]
+        )  # 2,100 more: past the second filter's room
+        assert await _filters(seen) == 3
+
+
+async def _filters(seen: Bloom) -> int:
+    if isinstance(seen, MemoryBloomSeenSet):
+        return seen.filters
+    async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
+        return int(await raw.hget(seen.name, "filters") or 0)
+
+
+async def test_redis_allocates_each_filter_whole_as_laid_out(namespace: str) -> None:
+    async with RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=1_000) as seen:
+        await seen.add_if_absent([fp(n) for n in range(3_500)])
+        async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
+            lengths = [await raw.strlen(f"{seen.name}:{i}") for i in range(3)]
+        layouts = [filter_layout(i, capacity=1_000, rate=0.001) for i in range(3)]
+        assert lengths == [(layout.bits + 7) // 8 for layout in layouts]  # the Lua script's layout is ours
+        assert await seen.memory_usage() >= sum(lengths)
+
+
+async def test_redis_workers_agree_and_the_first_fixes_the_parameters(namespace: str) -> None:
+    """Two clients add overlapping batches at once: each fingerprint is new to exactly one of them."""
+    answers: list[int] = []
+
+    async def add(seen: RedisBloomSeenSet, offset: int) -> None:
+        async with seen:
+            for start in range(offset, offset + 4_000, 400):
+                answers.append(sum(await seen.add_if_absent([fp(n) for n in range(start, start + 400)])))
+
+    first = RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=1_000)
+    other = RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=50_000, false_positive_rate=0.1)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(add, first, 0)
+        tg.start_soon(add, other, 2_000)  # 2,000 fingerprints offered by both
+    assert 0.99 * 6_000 < sum(answers) <= 6_000
+    async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
+        capacity, rate = await raw.hmget(f"{namespace}:seen", ["capacity", "rate"])
+    assert (int(capacity), float(rate)) in {(1_000, 0.001), (50_000, 0.1)}
+
+
+def test_the_settings_choose_the_approximate_sets_where_they_apply() -> None:
+    approximate = {"dedup": {"approximate": True, "capacity": 5_000, "false_positive_rate": 0.01}}
+    plan = BackendPlan.decide(Settings.from_mapping(approximate), job="j")
+    memory = plan.make_seen(plan.make_coordination())
+    assert repr(memory) == "MemoryBloomSeenSet(capacity=5000, false_positive_rate=0.01)"
+    on_redis = Settings.from_mapping({**approximate, "queue": {"url": REDIS_URL}})
+    plan = BackendPlan.decide(on_redis, job="j")
+    assert isinstance(plan.make_seen(plan.make_coordination()), RedisBloomSeenSet)
+    in_job_dir = BackendPlan.decide(
+        Settings.from_mapping({**approximate, "crawl": {"job_dir": "/x"}}), job="j"
+    )
+    assert in_job_dir.seen is not None and in_job_dir.seen.kind == "lmdb"  # exact, on disk
+    assert not BackendPlan.decide(Settings(), job="j").dedup.approximate
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"), [({"false_positive_rate": 0.0}, "0 < rate"), ({"capacity": 0}, "at least 1")]
+)
+def test_bad_settings_are_named(options: dict[str, float], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        DedupSettings(**options)  # type: ignore[arg-type]
