@@ -28,6 +28,7 @@ ALLOWED: dict[tuple[str, float], str] = {
     ("sink.retry_delay", 0): "(0 = at once)",
     ("queue.kafka.lanes", 0): "lanes: Priority lanes",
     ("queue.kafka.lanes", -1): "lanes: Priority lanes",
+    ("http_cache.expiration", 0): "(0 = never expires)",
 }
 
 

@@ -47,6 +47,9 @@ class HttpCacheSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
 
     def __post_init__(self) -> None:
         at_least(self, 0, "expiration")
+        bad = sorted(s for s in self.ignore_statuses if not 100 <= s <= 599)
+        if bad:
+            raise ValueError(f"ignore_statuses: not HTTP statuses: {bad!r}")
         if self.dir is not None and not self.dir.strip():
             raise ValueError("dir: must not be empty (leave it unset for the default)")
 
