@@ -10,7 +10,14 @@ import pytest
 
 from mocra_core import Ctx, HopRefused, Mocra, Response, Spider, on_item
 from mocra_core.backends.lmdb._http_cache import HttpCacheStore
-from mocra_core.download import CachedDownloader, HttpCacheSettings, HttpxDownloader, NotCached
+from mocra_core.download import (
+    AiohttpDownloader,
+    CachedDownloader,
+    HttpCacheSettings,
+    HttpxDownloader,
+    NotCached,
+    build_downloader,
+)
 from mocra_core.download._protocol import Hop
 from mocra_core.http import Request
 from mocra_core.testing import LocalServer, ServerResponse
@@ -120,7 +127,7 @@ class Clock:
 
 @pytest.fixture
 async def cached(tmp_path: pathlib.Path) -> AsyncIterator[Any]:
-    """`cached(inner=None, **settings)`: a `CachedDownloader` (over `inner` or an `HttpxDownloader`).
+    """`cached(inner=None, **settings)`: a `CachedDownloader` (over `inner` or the default downloader).
 
     All share the directory `tmp_path / "cache"` and the fake clock `cached.clock`.
     """
@@ -129,7 +136,7 @@ async def cached(tmp_path: pathlib.Path) -> AsyncIterator[Any]:
     def make(inner: Any = None, **settings: Any) -> CachedDownloader:
         store = HttpCacheStore(str(tmp_path / "cache"))
         downloader = CachedDownloader(
-            inner or HttpxDownloader(), store, HttpCacheSettings(enabled=True, **settings), clock=clock
+            inner or build_downloader(), store, HttpCacheSettings(enabled=True, **settings), clock=clock
         )
         opened.append(downloader)
         return downloader
@@ -272,17 +279,18 @@ async def test_a_downloader_without_the_hop_hook_is_checked_where_it_landed(
     assert server.hits["/moved"] == 1  # the refused download was stored with its response
 
 
+@pytest.mark.parametrize("make", [AiohttpDownloader, HttpxDownloader])
 async def test_sessions_have_their_own_entries_and_cookies_are_replayed(
-    server: LocalServer, cached: Any
+    server: LocalServer, cached: Any, make: type[AiohttpDownloader | HttpxDownloader]
 ) -> None:
     server.route("/login", ServerResponse(body="ok", headers={"Set-Cookie": "sid=1; Path=/"}))
-    downloader = cached()
+    downloader = cached(make())
     for _ in range(2):
         for key in ("alice", "bob"):
             await downloader.session(key).download(Request(server.url("/login")))
     assert server.hits["/login"] == 2
 
-    inner = HttpxDownloader()
+    inner = make()
     rerun = cached(inner)
     await rerun.session("alice").download(Request(server.url("/login")))
     assert server.hits["/login"] == 2

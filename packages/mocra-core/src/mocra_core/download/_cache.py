@@ -19,6 +19,7 @@ import httpx
 
 from .._errors import DownloadError, HopRefused
 from ..http import Response
+from ._cookies import store_cookies
 from ._protocol import Hop, checks_hops
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class CachedDownloader:
             )
             if entry.response is not None:
                 self.counts.hits += 1
-                self._set_cookies(entry, request)
+                self._set_cookies(entry)
                 cached = entry.response
                 elapsed = time.perf_counter() - start
                 return Response(
@@ -181,17 +182,14 @@ class CachedDownloader:
             await self._store.put(key, entry)
             self.counts.stored += 1
 
-    def _set_cookies(self, entry: CacheEntry, request: Request) -> None:
+    def _set_cookies(self, entry: CacheEntry) -> None:
         jar = getattr(self.inner, "cookies", None)
         cached = entry.response
         if cached is None or not isinstance(jar, httpx.Cookies):
             return
-        if any(name.lower() == "set-cookie" for name, _ in cached.headers):
-            method = entry.hops[-1].method if entry.hops else request.method
-            response = httpx.Response(
-                cached.status, headers=cached.headers, request=httpx.Request(method, cached.url)
-            )
-            jar.extract_cookies(response)
+        values = [value for name, value in cached.headers if name.lower() == "set-cookie"]
+        if values:
+            store_cookies(jar, cached.url, values)
 
     async def aclose(self) -> None:
         """Close `inner`, then release the store (a session view leaves the store to its parent)."""
