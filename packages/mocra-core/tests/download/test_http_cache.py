@@ -20,7 +20,7 @@ from mocra_core.download import (
 )
 from mocra_core.download._protocol import Hop
 from mocra_core.http import Request
-from mocra_core.testing import LocalServer, ServerResponse
+from mocra_core.testing import LocalServer, ServerRequest, ServerResponse
 
 if TYPE_CHECKING:
     import pathlib
@@ -93,7 +93,7 @@ async def test_a_second_run_is_answered_from_the_cache(server: LocalServer, tmp_
     second = await crawl(server, *on)
 
     assert second == first  # the same items, the redirect's final URL included
-    assert dict(server.hits) == {}
+    assert dict(server.hits) == {"/broken": 1}  # a status the crawl retries is not stored
     assert [item.url for item in first if item.title == "C"] == [server.url("/c")]
 
 
@@ -166,6 +166,23 @@ async def test_ignored_statuses_are_not_stored(server: LocalServer, cached: Any)
         assert (await downloader.download(Request(server.url("/broken")))).status == 500
         await downloader.download(Request(server.url("/b")))
     assert (server.hits["/broken"], server.hits["/b"]) == (2, 1)
+
+
+async def test_a_retried_status_is_not_stored_so_the_retry_reaches_the_site(
+    server: LocalServer, tmp_path: pathlib.Path
+) -> None:
+    calls = 0
+
+    async def flaky(_: ServerRequest) -> ServerResponse:
+        nonlocal calls
+        calls += 1
+        return ServerResponse(503, "busy", headers={"Retry-After": "0"}) if calls == 1 else page(title="ok")
+
+    server.route("/", flaky)
+    items = await crawl(
+        server, "http_cache.enabled=true", f"http_cache.dir={tmp_path}", "retry.max_retries=1"
+    )
+    assert [item.status for item in items if item.url == server.url("/")] == [200]
 
 
 async def test_ignored_schemes_bypass_the_cache(server: LocalServer, cached: Any) -> None:

@@ -66,6 +66,8 @@ class CachedDownloader:
         store: Where entries live; closed with this downloader.
         settings: Expiration and what is not cached (`HttpCacheSettings`).
         clock: Seconds since the epoch (stored with each entry, compared with `expiration`).
+        retried: Statuses the crawl retries (`retry.statuses`): not stored, as `settings.ignore_statuses`,
+            so that a retry reaches the site rather than the same stored failure.
 
     Example:
         >>> import anyio, tempfile
@@ -96,6 +98,7 @@ class CachedDownloader:
         settings: HttpCacheSettings,
         *,
         clock: Callable[[], float] = time.time,
+        retried: frozenset[int] = frozenset(),
     ) -> None:
         self.inner = inner
         self.name = inner.name
@@ -103,6 +106,7 @@ class CachedDownloader:
         self._store = store
         self._settings = settings
         self._clock = clock
+        self._unstored = frozenset(settings.ignore_statuses) | retried
         self._owns_store = True
         self._ignored_schemes = frozenset(scheme.lower() for scheme in settings.ignore_schemes)
         self._prefix = hashlib.blake2b(inner.name.encode(), digest_size=8).digest()
@@ -113,7 +117,7 @@ class CachedDownloader:
         if not callable(make):
             return self
         view = CachedDownloader(make(key), self._store, self._settings, clock=self._clock)
-        view.counts, view._owns_store = self.counts, False
+        view.counts, view._owns_store, view._unstored = self.counts, False, self._unstored
         return view
 
     async def download(self, request: Request, *, hop: HopCheck | None = None) -> Response:
@@ -178,7 +182,7 @@ class CachedDownloader:
         return response
 
     async def _store_response(self, key: bytes, entry: CacheEntry, status: int) -> None:
-        if status not in self._settings.ignore_statuses:
+        if status not in self._unstored:
             await self._store.put(key, entry)
             self.counts.stored += 1
 
@@ -247,9 +251,15 @@ async def _check_hops(hops: list[CachedHop], request: Request, hop: HopCheck | N
 
 
 def cache_downloaders(
-    downloaders: Mapping[str, Downloader], settings: HttpCacheSettings, *, job_dir: str | None
+    downloaders: Mapping[str, Downloader],
+    settings: HttpCacheSettings,
+    *,
+    job_dir: str | None,
+    retried: frozenset[int] = frozenset(),
 ) -> dict[str, Downloader]:
     """Each of `downloaders` wrapped in a `CachedDownloader` on the cache directory the settings name.
+
+    `retried` are the statuses the crawl retries (`retry.statuses`), which are not stored.
 
     Raises:
         ConfigError: the directory cannot be opened (`http_cache.dir`).
@@ -259,7 +269,7 @@ def cache_downloaders(
     path = settings.directory(job_dir)
     wrapped: dict[str, Downloader] = {}
     for name, downloader in downloaders.items():
-        wrapped[name] = CachedDownloader(downloader, HttpCacheStore(path), settings)
+        wrapped[name] = CachedDownloader(downloader, HttpCacheStore(path), settings, retried=retried)
     logger.info("HTTP cache: %s", path)
     return wrapped
 

@@ -24,7 +24,8 @@ class HttpCacheSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
         dir: The cache's directory (an LMDB environment; delete it to start afresh). Unset: `httpcache` in
             `crawl.job_dir`, else `.mocra/httpcache` under the working directory.
         expiration: Seconds an entry is used; an older one is fetched again (0 = never expires).
-        ignore_statuses: Responses with these statuses are not stored (e.g. `[500, 503]`).
+        ignore_statuses: Responses with these statuses are not stored (e.g. `[404]`), besides those the
+            crawl retries (`retry.statuses`), so that a retry reaches the site.
         ignore_schemes: Requests to these URL schemes bypass the cache (e.g. `["https"]`).
         ignore_missing: Offline: a request not in the cache fails (`NotCached`, not retried) instead of
             being fetched.

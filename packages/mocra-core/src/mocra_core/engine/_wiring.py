@@ -345,7 +345,9 @@ async def open_downloaders(
     if "default" not in downloaders:
         downloaders["default"] = build_downloader(settings.download)  # [download] transport picks it
     if settings.http_cache.enabled:
-        downloaders = cache_downloaders(downloaders, settings.http_cache, job_dir=settings.crawl.job_dir)
+        downloaders = cache_downloaders(
+            downloaders, settings.http_cache, job_dir=settings.crawl.job_dir, retried=settings.retry.statuses
+        )
     names = ", ".join(sorted(downloaders))
     await stack.enter_async_context(
         open_part(lifecycle, "downloaders", names, _entered(downloaders.values()))
