@@ -50,6 +50,7 @@ def run_workers(procs: int, timeout: float, stall: float, watch: str | None, cmd
     app_path = os.environ.get("BENCH_APP_STATS") or f"/tmp/benchout/dist-{os.getpid()}.app.json"
     base = app_path.removesuffix(".app.json")
     workers = []
+    spawned: list[float] = []  # time.monotonic() at each worker's fork: its start-up counts
     for k in range(procs):
         stats = f"{base}.w{k}.json"
         if os.path.exists(stats):
@@ -57,6 +58,7 @@ def run_workers(procs: int, timeout: float, stall: float, watch: str | None, cmd
         log = open(f"{base}.w{k}.log", "wb")  # closed after the wait
         argv = [part.replace("{k}", str(k)) for part in cmd]
         env = dict(os.environ, BENCH_APP_STATS=stats)
+        spawned.append(time.monotonic())
         process = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
@@ -77,7 +79,7 @@ def run_workers(procs: int, timeout: float, stall: float, watch: str | None, cmd
     records = []
     for k, (process, stats, log) in enumerate(workers):
         log.close()
-        record: dict[str, Any] = {"worker": k, "rc": process.returncode}
+        record: dict[str, Any] = {"worker": k, "rc": process.returncode, "t_spawn": spawned[k]}
         try:
             with open(stats) as f:
                 record.update(json.load(f))
@@ -133,6 +135,13 @@ def merge(records: list[dict[str, Any]], *, problem: str | None) -> dict[str, An
         out["first_to_last_response_s"] = crawl
         out["pages_per_s_crawl"] = pages / crawl if crawl > 0 else None
         out.setdefault("pages_per_s", out["pages_per_s_crawl"])  # scrapy-redis: its workers idle at the end
+    ends = [r.get("t_end", r.get("t_last_response")) for r in records]
+    if records and all("t_spawn" in r for r in records) and None not in ends:
+        wall = max(e for e in ends if e is not None) - min(r["t_spawn"] for r in records)
+        out["spawn_to_end_s"] = wall  # start-up included: fork → the last worker's end of crawl
+        out["pages_per_s_wall"] = pages / wall if wall > 0 else None
+        if all("t_first_response" in r for r in records):
+            out["spawn_to_first_response_s"] = max(r["t_first_response"] - r["t_spawn"] for r in records)
     listing = sorted(t for r in records for t in r.pop("t_listing", []))
     if len(listing) > 1:
         hops = [b - a for a, b in zip(listing, listing[1:], strict=False)]

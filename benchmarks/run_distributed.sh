@@ -14,32 +14,12 @@
 #   BENCH_RESULTS  results dir (default /tmp/benchresults-dist; its groups are replaced unless APPEND=1)
 # A failed, timed-out or stalled run is recorded as such in the table; it does not stop the others.
 set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BENCH="$(cd "${BENCH_DIR:-$REPO/../shared/bench}" && pwd)"
 RUNS="${1:-1}"
-VENV="${BENCH_VENV:-/tmp/benchvenv}"
-PY="$VENV/bin/python"
-MOCRA_PY="${MOCRA_PY:-$REPO/.venv/bin/python}"
 BACKENDS="${BACKENDS:-redis nats kafka}"
 TIMEOUT="${DIST_TIMEOUT:-900}"
-STALL="${DIST_STALL:-120}"
-MOCRA_DB="${MOCRA_DB:-13}"
-SR_DB=14
-REDIS="redis://127.0.0.1:6379"
 export BENCH_RESULTS="${BENCH_RESULTS:-/tmp/benchresults-dist}"
-OUTDIR=/tmp/benchout
-DIST="$REPO/benchmarks/bench_distributed.py"
-SPIDER="$REPO/benchmarks/mocra_bench_spider.py"
-
-if [ ! -x "$PY" ] || [ ! -x "$VENV/bin/scrapy" ] || [ ! -f /tmp/benchsite/_meta/truth.jsonl ] \
-    || [ ! -x /usr/sbin/nginx ]; then
-  "$BENCH/setup.sh"
-fi
-"$PY" -c "import scrapy_redis" 2>/dev/null || "$VENV/bin/pip" install -q scrapy-redis
-"$BENCH/nginx_ctl.sh" status >/dev/null || "$BENCH/nginx_ctl.sh" start
-[ -x "$MOCRA_PY" ] || { echo "no Python at $MOCRA_PY: run 'uv sync' in $REPO" >&2; exit 1; }
-"$REPO/benchmarks/compile_bytecode.sh" "$MOCRA_PY" "$PY"  # every run starts as an installed app would
-mkdir -p "$BENCH_RESULTS" "$OUTDIR"
+source "$(dirname "${BASH_SOURCE[0]}")/dist_lib.sh"  # REPO PY MOCRA_PY OUTDIR ...; del_keys, measure ...
+dist_prepare
 GROUPS_ALL="memory"
 if [ "${SCRAPY_REDIS:-1}" = 1 ]; then GROUPS_ALL="$GROUPS_ALL scrapy_redis_2w"; fi
 for b in $BACKENDS; do GROUPS_ALL="$GROUPS_ALL ${b}_1w ${b}_2w"; done
@@ -59,48 +39,6 @@ if [[ " $BACKENDS " == *" kafka "* ]]; then
   for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.2; done
   KAFKA="kafka://127.0.0.1:$PORT"
 fi
-
-del_keys() {  # del_keys DB PATTERN: delete the matching keys of one Redis db
-  redis-cli -n "$1" --scan --pattern "$2" | xargs -r -n 500 redis-cli -n "$1" del >/dev/null
-}
-
-del_nats_streams() {  # del_nats_streams PREFIX
-  "$MOCRA_PY" - "$1" <<'EOF'
-import sys, anyio, nats
-async def main(prefix: str) -> None:
-    nc = await nats.connect("nats://127.0.0.1:4222")
-    js = nc.jetstream()
-    for info in await js.streams_info():
-        if info.config.name and info.config.name.startswith(prefix):
-            await js.delete_stream(info.config.name)
-    await nc.close()
-anyio.run(main, sys.argv[1])
-EOF
-}
-
-servers_cpu() {  # CPU seconds used so far by the servers the workers talk to (redis, nats, tansu)
-  local pids ticks=0 p
-  pids="$(pgrep -x redis-server || true) $(pgrep -x nats-server || true) $TANSU_PID"
-  for p in $pids; do
-    if [ -r "/proc/$p/stat" ]; then
-      ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$p/stat")))
-    fi
-  done
-  echo "$ticks $(getconf CLK_TCK)" | awk '{printf "%.2f", $1 / $2}'
-}
-
-measure() {  # measure GROUP PROCS TIMEOUT CMD...: run the workers under measure.py, never fail the script
-  local group=$1 procs=$2 timeout=$3 before after; shift 3
-  rm -f "$OUTDIR/dist-$group"-*.jsonl
-  before=$(servers_cpu)
-  (cd "$OUTDIR" && "$PY" "$BENCH/measure.py" --name "$group" -- \
-    "$MOCRA_PY" "$DIST" workers --procs "$procs" --timeout "$timeout" --stall "$STALL" \
-    --watch "$OUTDIR/dist-$group-*.jsonl" -- "$@") || echo "!! $group: run failed (recorded)"
-  after=$(servers_cpu)
-  "$MOCRA_PY" "$DIST" check --record "$BENCH_RESULTS/$group" \
-    --servers-cpu "$(echo "$before $after" | awk '{printf "%.2f", $2 - $1}')" "$OUTDIR/dist-$group"-*.jsonl \
-    || echo "!! $group: check failed (recorded)"
-}
 
 run_memory() {
   measure memory 1 "$TIMEOUT" "$MOCRA_PY" "$SPIDER" --out "$OUTDIR/dist-memory-{k}.jsonl"
