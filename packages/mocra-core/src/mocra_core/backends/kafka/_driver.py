@@ -32,6 +32,7 @@ __all__ = (
     "partition_for",
     "produce_request",
     "rebalance_listener",
+    "set_fetch_wait",
     "topic_partition",
 )
 
@@ -144,6 +145,8 @@ class Consumer(Protocol):
     async def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
     async def beginning_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
     def seek(self, partition: TopicPartition, offset: int) -> None: ...
+    def highwater(self, partition: TopicPartition) -> int | None: ...
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None: ...
     def pause(self, *partitions: TopicPartition) -> None: ...
     def resume(self, *partitions: TopicPartition) -> None: ...
     def unsubscribe(self) -> None: ...
@@ -216,6 +219,21 @@ def new_consumer(**options: Any) -> Consumer:
         options["partition_assignment_strategy"] = (_range.RangePartitionAssignor,)
     consumer: Consumer = _aiokafka.AIOKafkaConsumer(**options)
     return consumer
+
+
+def set_fetch_wait(consumer: Consumer, seconds: float) -> bool:
+    """Make the started `consumer`'s next fetch requests wait `seconds` at the broker; False if it cannot.
+
+    aiokafka takes the wait (`fetch_max_wait_ms`) only in the consumer's constructor, and its `Fetcher`
+    reads it again for every fetch request it builds (aiokafka 0.14), so this sets the fetcher's
+    attribute: the one private name the queue touches. A fetch in flight keeps the wait it was sent with.
+    Without that attribute (another aiokafka) it returns False and the consumer keeps its wait.
+    """
+    fetcher = getattr(consumer, "_fetcher", None)
+    if not isinstance(getattr(fetcher, "_fetch_max_wait_ms", None), int):
+        return False
+    fetcher._fetch_max_wait_ms = max(1, round(seconds * 1000))  # type: ignore[union-attr]
+    return True
 
 
 def new_topic(name: str, partitions: int, configs: dict[str, str]) -> Any:

@@ -21,7 +21,8 @@ import msgspec
 from ..._errors import BackendError, PoisonMessage
 from ...queue._codec import decode_problem
 from ...queue._envelope import Envelope, pack, unpack
-from ._driver import kafka_error, rebalance_listener
+from ._driver import kafka_error, rebalance_listener, set_fetch_wait
+from ._fetch_wait import PartitionLag
 from ._member import POLL, Member
 from ._state import DONE, LOST
 from ._window import PREFETCH, Held, Part
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
     from ...queue._codec import Codec
     from ._driver import Consumer, Out, Record, TopicPartition
+    from ._fetch_wait import FetchWait
     from ._wire import Names, Wire
 
 __all__ = ("Reader", "dlq_record", "lanes_of")
@@ -68,7 +70,7 @@ class Reader(Member):
         visibility_timeout: float,
         max_attempts: int,
         session_timeout: float,
-        fetch_wait: float,
+        fetch_wait: FetchWait,
         published: dict[TopicPartition, int],
     ) -> None:
         super().__init__(
@@ -77,13 +79,14 @@ class Reader(Member):
             wire=wire,
             names=names,
             visibility_timeout=visibility_timeout,
-            fetch_wait=fetch_wait,
+            fetch_wait=fetch_wait.behind,
             published=published,
         )
         self._codec = codec
         self._max_attempts = max_attempts
         self._session_ms = max(1000, int(session_timeout * 1000))
-        self._fetch_wait_ms = max(1, int(fetch_wait * 1000))
+        self._wait = fetch_wait
+        self._tuning = True  # False once aiokafka refused a new wait (`set_fetch_wait`)
         self._poison: list[Held] = []
         self._expiry = f"lease expired (visibility timeout {visibility_timeout:g} s)"
 
@@ -115,7 +118,7 @@ class Reader(Member):
                 group_id=self.group_id,
                 session_timeout_ms=self._session_ms,
                 heartbeat_interval_ms=max(100, self._session_ms // 4),
-                fetch_max_wait_ms=self._fetch_wait_ms,
+                fetch_max_wait_ms=max(1, round(self._wait.seconds * 1000)),
                 max_poll_records=FETCH_RECORDS,
                 metadata_max_age_ms=int(LANE_REFRESH * 1000),
             )
@@ -154,12 +157,14 @@ class Reader(Member):
             try:
                 batches: dict[TopicPartition, list[Record]] = {}
                 with anyio.CancelScope() as self._wake:
-                    timeout_ms = int(self.next_timer(POLL) * 1000) + 1
+                    timeout_ms = int(self.next_timer(self._poll_limit()) * 1000) + 1
                     batches = await consumer.getmany(timeout_ms=timeout_ms, max_records=FETCH_RECORDS)
                 if self._assigned is not None:
                     await self._settle(consumer)
                 if batches:
                     self._add(consumer, batches)
+                if self._tuning and self._assigned is None:
+                    self._tune(consumer)
                 while self._poison:  # not an envelope, undecodable, or lost too often: to the DLQ
                     held = self._poison[0]
                     if not held.part.dropped:
@@ -177,6 +182,30 @@ class Reader(Member):
                 await anyio.sleep(POLL)
             finally:
                 self.progressed()
+
+    def _poll_limit(self) -> float:
+        """Seconds the fetch loop waits at most: short while the fetches are short (caught up).
+
+        aiokafka wakes `getmany` only for records, so a fetch that answers empty because the reader fell
+        behind on a long partition would otherwise go unseen for `POLL`, fetching short meanwhile.
+        """
+        return min(POLL, self._wait.behind) if self._wait.seconds < self._wait.behind else POLL
+
+    def _tune(self, consumer: Consumer) -> None:
+        """Set the wait of the next fetches from the lag of the partitions fetched (`FetchWait`)."""
+        assigned = consumer.assignment()
+        lags = {
+            tp: PartitionLag(consumer.highwater(tp), consumer.last_poll_timestamp(tp), part.next)
+            for tp, part in self.parts.items()
+            if tp in assigned and not part.paused
+        }
+        before = self._wait.seconds
+        wait = self._wait.observe(lags)
+        if wait != before:
+            logger.debug("kafka: %s fetches wait %g s now", self.group_id, wait)
+            if not set_fetch_wait(consumer, wait):
+                self._tuning = False
+                logger.warning("kafka: this aiokafka cannot change a consumer's fetch wait; it stays fixed")
 
     def _add(self, consumer: Consumer, batches: dict[TopicPartition, list[Record]]) -> None:
         now = time.time()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._fetch_wait import FetchWait
 from ._reader import Reader, lanes_of
 
 if TYPE_CHECKING:
@@ -30,7 +31,9 @@ class ReaderSettings:
     visibility_timeout: float
     max_attempts: int
     session_timeout: float
+    fetch_wait_min: float
     fetch_wait: float
+    fetch_wait_max: float
 
 
 class Readers:
@@ -98,6 +101,7 @@ class Readers:
         await self._lanes.ensure(topic, 0)
         found = await self._wire.list_topics(self._names.prefix(topic))
         settings = self._settings
+        wait = FetchWait(low=settings.fetch_wait_min, start=settings.fetch_wait, high=settings.fetch_wait_max)
         reader = Reader(
             topic,
             group,
@@ -107,7 +111,7 @@ class Readers:
             visibility_timeout=settings.visibility_timeout,
             max_attempts=settings.max_attempts,
             session_timeout=settings.session_timeout,
-            fetch_wait=settings.fetch_wait,
+            fetch_wait=wait,
             published=self._lanes.published,
         )
         reader.lanes = lanes_of(self._names, topic, found)
