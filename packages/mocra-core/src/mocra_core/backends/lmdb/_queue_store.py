@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import lmdb
 
 from ._env import open_env
+from ._resident import ResidentPages
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
@@ -246,6 +247,7 @@ class LmdbStore:
         with self.env.begin() as txn:
             raw = txn.get(_NEXT, db=self.meta)
         self._next = 1 if raw is None else _U64.unpack(raw)[0]
+        self._resident = ResidentPages(self.env)  # a long queue's file pages would all stay in RSS
 
     def _has(self, name: bytes) -> bool:
         with self.env.begin() as txn:
@@ -264,6 +266,7 @@ class LmdbStore:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
                 continue
             self._next = tx.next
+            self._resident.wrote()
             return result
 
     def message(self, p: bytes, seq: int) -> bytes | None:
