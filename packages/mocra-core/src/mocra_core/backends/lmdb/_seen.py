@@ -14,6 +14,7 @@ import lmdb
 from ...dedup._errors import SeenSetError
 from ...dedup._seen_set import check_fingerprints
 from ._env import open_env
+from ._resident import ResidentPages
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -39,6 +40,9 @@ class LmdbSeenSet:
     operating system's page cache but is not flushed to disk. A killed process (`kill -9`, a crash,
     `os._exit`) loses nothing it committed; a power loss or kernel crash can lose the last batches, and
     on a filesystem that does not keep write order it can corrupt the file. `aclose` flushes.
+
+    Its file's pages are unmapped from the process every 256 batches (`ResidentPages`), so random reads
+    do not leave the whole file in RSS.
 
     Use one process per directory: LMDB itself allows several, but the job directory is not designed
     for it. Opening the same directory twice in one process raises `SeenSetError`.
@@ -73,6 +77,7 @@ class LmdbSeenSet:
             self._env: lmdb.Environment | None = open_env(self._path, map_size=map_size, readahead=False)
         except lmdb.Error as exc:
             raise SeenSetError(self._path, str(exc)) from exc
+        self._resident = ResidentPages(self._env)  # random reads would map the whole file in
         _OPEN_PATHS.add(self._path)
         self._release_path = weakref.finalize(self, _OPEN_PATHS.discard, self._path)  # if never closed
         self._limiter = anyio.CapacityLimiter(1)
@@ -93,7 +98,7 @@ class LmdbSeenSet:
         if not fingerprints:
             return []
         with anyio.CancelScope(shield=True):
-            new = await self._run(partial(self._add, fingerprints))
+            new = await self._run(partial(self._add, fingerprints, self._resident))
         return new
 
     async def contains(self, fingerprint: bytes) -> bool:
@@ -140,13 +145,14 @@ class LmdbSeenSet:
             raise SeenSetError(self._path, str(exc)) from exc
 
     @staticmethod
-    def _add(fingerprints: Sequence[bytes], env: lmdb.Environment) -> list[bool]:
+    def _add(fingerprints: Sequence[bytes], resident: ResidentPages, env: lmdb.Environment) -> list[bool]:
         while True:
             txn = env.begin(write=True)
             try:
                 put = txn.put
                 new = [put(fp, b"", overwrite=False) for fp in fingerprints]
                 txn.commit()
+                resident.wrote()
                 return new
             except lmdb.MapFullError:  # grow the map and redo the whole batch
                 txn.abort()
