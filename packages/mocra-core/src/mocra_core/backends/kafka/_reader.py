@@ -87,6 +87,7 @@ class Reader(Member):
         self._session_ms = max(1000, int(session_timeout * 1000))
         self._wait = fetch_wait
         self._tuning = True  # False once aiokafka refused a new wait (`set_fetch_wait`)
+        self._tune_at = 0.0  # monotonic time of the next look at the lag (at most one per `fetch_wait_min`)
         self._poison: list[Held] = []
         self._expiry = f"lease expired (visibility timeout {visibility_timeout:g} s)"
 
@@ -163,7 +164,8 @@ class Reader(Member):
                     await self._settle(consumer)
                 if batches:
                     self._add(consumer, batches)
-                if self._tuning and self._assigned is None:
+                if self._tuning and self._assigned is None and time.monotonic() >= self._tune_at:
+                    self._tune_at = time.monotonic() + self._wait.low
                     self._tune(consumer)
                 while self._poison:  # not an envelope, undecodable, or lost too often: to the DLQ
                     held = self._poison[0]
