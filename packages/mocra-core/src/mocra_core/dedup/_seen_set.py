@@ -28,7 +28,12 @@ class SeenSet(Protocol):
           Calling it twice is harmless.
 
     Implementations: `MemorySeenSet` (one process, lost at exit) and `LmdbSeenSet` (durable, for a
-    job directory that a crawl resumes from).
+    job directory that a crawl resumes from), `RedisSeenSet` and `ClusterSeenSet` (shared by workers).
+
+    Approximate sets (`dedup.approximate`: `MemoryBloomSeenSet`, `RedisBloomSeenSet`) keep the contract
+    with one exception: a fingerprint never added may be answered `False` (and `contains` `True`), with
+    a chance below their false-positive rate; one added is never answered `True` again. `count` is then
+    the number answered `True`.
     """
 
     async def add_if_absent(self, fingerprints: Sequence[bytes]) -> list[bool]:
