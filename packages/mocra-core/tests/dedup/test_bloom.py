@@ -151,7 +151,8 @@ def test_the_settings_choose_the_approximate_sets_where_they_apply() -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "problem"), [({"false_positive_rate": 0.0}, "0 < rate"), ({"capacity": 0}, "at least 1")]
+    ("options", "problem"),
+    [({"false_positive_rate": 0.0}, "must be > 0 and <= 0.5"), ({"capacity": 0}, "must be at least 1")],
 )
 def test_bad_settings_are_named(options: dict[str, float], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from .._bounds import at_least
+
 __all__ = ("DedupSettings",)
 
 
@@ -34,8 +36,7 @@ class DedupSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
     capacity: int = 1_000_000
 
     def __post_init__(self) -> None:
+        at_least(self, 1, "capacity")
         if not 0 < self.false_positive_rate <= 0.5:
             rate = self.false_positive_rate
-            raise ValueError(f"false_positive_rate: expected 0 < rate <= 0.5, got {rate!r}")
-        if self.capacity < 1:
-            raise ValueError(f"capacity: expected at least 1, got {self.capacity!r}")
+            raise ValueError(f"false_positive_rate: must be > 0 and <= 0.5, got {rate!r}")
