@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
 import lmdb
 import msgspec
 import pytest
 
 from mocra_core import Ctx, HopRefused, Mocra, Response, Spider, on_item
-from mocra_core.backends.lmdb._http_cache import HttpCacheStore
+from mocra_core.backends.lmdb._http_cache import CachedResponse, CacheEntry, HttpCacheStore
 from mocra_core.download import (
     AiohttpDownloader,
     CachedDownloader,
@@ -312,3 +313,22 @@ async def test_sessions_have_their_own_entries_and_cookies_are_replayed(
     await rerun.session("alice").download(Request(server.url("/login")))
     assert server.hits["/login"] == 2
     assert inner.session("alice").cookies.get("sid") == "1"  # the cached Set-Cookie reached the jar
+
+
+async def test_concurrent_stores_grow_the_map_without_failing(tmp_path: pathlib.Path) -> None:
+    store = HttpCacheStore(str(tmp_path), map_size=256 << 10)  # fills after a few entries
+    body = bytes(range(256)) * 200
+    key = b"%d"
+
+    async def one(n: int) -> None:
+        await store.put(key % n, CacheEntry(1.0, [], CachedResponse(f"http://x/{n}", 200, [], body, 0.0)))
+        await store.get(key % (n // 2))
+
+    async with anyio.create_task_group() as tg:
+        for n in range(200):
+            tg.start_soon(one, n)
+    got = [await store.get(key % n) for n in range(200)]
+    await store.aclose()
+    assert all(
+        entry is not None and entry.response is not None and entry.response.body == body for entry in got
+    )

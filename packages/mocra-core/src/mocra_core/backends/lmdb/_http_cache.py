@@ -7,6 +7,7 @@ directory (the workers of a job on one host); reads are memory-mapped; the cache
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ __all__ = ("CacheEntry", "CachedHop", "CachedResponse", "HttpCacheStore")
 
 logger = logging.getLogger(__name__)
 
+_MAP_SIZE = 1 << 30  # sparse: the file grows with its entries; the map doubles when full
 _FORMAT = b"\x01"  # the first byte of every value: another one is read as a miss
 
 
@@ -66,21 +68,73 @@ _registry_lock = threading.Lock()
 
 
 class _SharedEnv:
-    """One LMDB environment per directory and process (LMDB forbids opening one twice), ref-counted."""
+    """One LMDB environment per directory and process (LMDB forbids opening one twice), ref-counted.
 
-    def __init__(self, path: str) -> None:
+    Its transactions run one at a time (`lock`): growing the map needs no other transaction open in the
+    process, and a cache's reads take microseconds.
+    """
+
+    def __init__(self, path: str, map_size: int) -> None:
         os.makedirs(path, exist_ok=True)
-        self.env = open_env(path, map_size=64 << 20, readahead=False)
+        self.env = open_env(path, map_size=map_size, readahead=False)
         self.env.reader_check()  # free the reader slots of processes that died
+        self.lock = threading.Lock()
         self.refs = 0
+
+    def read(self, key: bytes) -> bytes | None:
+        """The value under `key`, or None. Blocking (waits for the lock)."""
+        with self.lock:
+            return self.read_locked(key)
+
+    def try_read(self, key: bytes) -> tuple[bool, bytes | None]:
+        """`(True, value)` when the lock was free (the read took microseconds), else `(False, None)`."""
+        if not self.lock.acquire(blocking=False):
+            return False, None
+        try:
+            return True, self.read_locked(key)
+        finally:
+            self.lock.release()
+
+    def read_locked(self, key: bytes) -> bytes | None:
+        """The value under `key`, or None; the caller holds the lock."""
+        env = self.env
+        while True:
+            try:
+                with env.begin(buffers=False) as txn:
+                    value: bytes | None = txn.get(key)
+                    return value
+            except lmdb.MapResizedError:
+                env.set_mapsize(0)  # another process grew the map: adopt its size
+
+    def write(self, values: dict[bytes, bytes]) -> None:
+        """Put `values` by key in one transaction, growing the map when it is full. Blocking."""
+        env = self.env
+        with self.lock:
+            while True:
+                try:
+                    with env.begin(write=True) as txn:
+                        for key, value in values.items():
+                            txn.put(key, value)
+                        return
+                except lmdb.MapFullError:
+                    env.set_mapsize(env.info()["map_size"] * 2)
+                except lmdb.MapResizedError:
+                    env.set_mapsize(0)
 
 
 class HttpCacheStore:
     """Cache entries by key in the LMDB environment in `path` (created if missing).
 
     Stores on one directory share one environment per process; `aclose` releases this one. An entry that
-    cannot be decoded (another format, a damaged value) reads as missing and is logged; the caller stores
-    a fresh one over it. Every call runs in a worker thread.
+    cannot be read (another format, a damaged value, an LMDB error) reads as missing and is logged; the
+    caller stores a fresh one over it; a failed write is logged, not raised, so a cache that fails never
+    fails a download. Writes are batched: entries stored while a write runs go in the next transaction.
+    Every write runs in a worker thread; transactions run one at a time per directory.
+
+    Args:
+        path: The directory.
+        map_size: The memory map's first size in bytes (the first store opened on `path` sets it); it
+            doubles whenever it fills.
 
     Raises:
         ConfigError: the directory cannot be opened as an LMDB environment (`http_cache.dir`).
@@ -99,23 +153,32 @@ class HttpCacheStore:
         CacheEntry(stored_at=1.0, hops=[], response=None)
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, map_size: int = _MAP_SIZE) -> None:
         self.path = real = os.path.realpath(path)
         with _registry_lock:
             shared = _registry.get(real)
             if shared is None:
                 try:
-                    shared = _SharedEnv(real)
+                    shared = _SharedEnv(real, map_size)
                 except (OSError, lmdb.Error) as exc:
                     problem = f"cannot open the HTTP cache in {real!r}: {exc}; delete it to start afresh"
                     raise ConfigError("http_cache.dir", problem) from exc
                 _registry[real] = shared
             shared.refs += 1
         self._shared: _SharedEnv | None = shared
+        self._limiter = anyio.CapacityLimiter(1)  # one thread at a time: they would queue for the lock
+        self._pending: dict[bytes, bytes] = {}  # stored, not yet written
+        self._writing = False
 
     async def get(self, key: bytes) -> CacheEntry | None:
         """The entry stored under `key`, or None (missing, or unreadable: logged)."""
-        raw = await self._run(lambda env: _read(env, key))
+        raw = self._pending.get(key)
+        try:
+            if raw is None:
+                raw = await self._read(key)
+        except lmdb.Error as exc:
+            logger.warning("HTTP cache %s: cannot read an entry (%s); fetching again", self.path, exc)
+            return None
         if raw is None:
             return None
         if raw[:1] != _FORMAT:
@@ -128,43 +191,50 @@ class HttpCacheStore:
             return None
 
     async def put(self, key: bytes, entry: CacheEntry) -> None:
-        """Store `entry` under `key`, replacing what was there (one transaction)."""
-        value = _FORMAT + _ENCODER.encode(entry)
-        await self._run(lambda env: _write(env, key, value))
+        """Store `entry` under `key`, replacing what was there; a failure to write it is logged.
+
+        Returns once it is written, or at once when another call is writing: that call writes this entry
+        in its next transaction (and `aclose` writes what is left).
+        """
+        self._pending[key] = _FORMAT + _ENCODER.encode(entry)
+        if not self._writing:
+            self._writing = True
+            try:
+                await self._write_pending()
+            finally:
+                self._writing = False
+
+    async def _read(self, key: bytes) -> bytes | None:
+        # A read is a memory-mapped lookup (microseconds): done here when no write holds the lock, as a
+        # thread hop costs 50 times more (`benchmarks/README.md`, "HTTP cache"); in a thread otherwise.
+        shared = self._shared
+        if shared is None:
+            raise RuntimeError(f"the HTTP cache {self.path!r} is closed")
+        done, raw = shared.try_read(key)
+        return raw if done else await self._run(functools.partial(_SharedEnv.read, key=key))
+
+    async def _write_pending(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            try:
+                await self._run(functools.partial(_SharedEnv.write, values=batch))
+            except lmdb.Error as exc:
+                logger.warning("HTTP cache %s: cannot store %d entries (%s)", self.path, len(batch), exc)
 
     async def aclose(self) -> None:
-        """Release this store; the last one on its directory flushes and closes the environment."""
+        """Write what is pending, release this store; the last one on its directory closes the environment."""
+        if self._shared is not None:
+            with anyio.CancelScope(shield=True):
+                await self._write_pending()
         shared, self._shared = self._shared, None
         if shared is not None:
             await anyio.to_thread.run_sync(_release, self.path, shared)
 
-    async def _run(self, call: Callable[[lmdb.Environment], T]) -> T:
+    async def _run(self, call: Callable[[_SharedEnv], T]) -> T:
         shared = self._shared
         if shared is None:
             raise RuntimeError(f"the HTTP cache {self.path!r} is closed")
-        return await anyio.to_thread.run_sync(call, shared.env)
-
-
-def _read(env: lmdb.Environment, key: bytes) -> bytes | None:
-    while True:
-        try:
-            with env.begin(buffers=False) as txn:
-                value: bytes | None = txn.get(key)
-                return value
-        except lmdb.MapResizedError:
-            env.set_mapsize(0)  # another process grew the map: adopt its size
-
-
-def _write(env: lmdb.Environment, key: bytes, value: bytes) -> None:
-    while True:
-        try:
-            with env.begin(write=True) as txn:
-                txn.put(key, value)
-                return
-        except lmdb.MapFullError:
-            env.set_mapsize(env.info()["map_size"] * 2)
-        except lmdb.MapResizedError:
-            env.set_mapsize(0)
+        return await anyio.to_thread.run_sync(call, shared, limiter=self._limiter)
 
 
 def _release(path: str, shared: _SharedEnv) -> None:
