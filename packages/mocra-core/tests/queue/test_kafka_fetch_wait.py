@@ -1,8 +1,9 @@
-"""The Kafka reader's fetch wait: short when caught up, long when behind, longer while fetches answer empty.
+"""The Kafka reader's fetch wait: short, doubled while fetches far behind answer short.
 
-`FetchWait` alone (no broker), then on tansu: the wait a reader chooses from its lag, and a deep topic
-that a reader starting with 1-ms fetches still drains (tansu answers those empty once a partition holds
-a few thousand record batches: the stall of the soak in `benchmarks/README.md`).
+`FetchWait` alone (no broker), then on tansu: a reader far behind on a short partition keeps its short
+wait, and one starting with 1-ms fetches on a long partition (tansu answers those with nothing once a
+partition holds a few thousand record batches: the stall of the soak in `benchmarks/README.md`) grows
+its wait and drains it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import msgspec
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from mocra_core.backends.kafka._fetch_wait import SHORT_LIMIT, FetchWait, PartitionLag
+from mocra_core.backends.kafka._fetch_wait import SHORT_ANSWER, SHORT_LIMIT, FetchWait, PartitionLag
 from mocra_core.config import KafkaQueueSettings
 from mocra_core.queue import KafkaQueue, MsgpackCodec
 from mocra_core.queue._envelope import Envelope, pack
@@ -36,63 +37,55 @@ def lag(highwater: int | None, polled: int | None, next_: int) -> PartitionLag:
 # ---------------------------------------------------------------------- FetchWait, no broker
 
 
-def test_caught_up_is_short_and_behind_is_long() -> None:
-    wait = FetchWait(low=0.005, start=0.05, high=1.0)
-    assert wait.observe({}) == 0.05  # nothing assigned yet: as if behind
-    assert wait.observe({A: lag(None, None, 0)}) == 0.05  # not fetched yet
-    assert wait.observe({A: lag(10, 1, 10), B: lag(3, 1, 3)}) == 0.005
-    assert wait.observe({A: lag(10, 2, 10), B: lag(4, 2, 3)}) == 0.05  # B's high watermark moved on
-    assert wait.observe({A: lag(10, 3, 10), B: lag(4, 3, 4)}) == 0.005
-
-
-def test_behind_wait_doubles_while_answers_come_empty_up_to_high() -> None:
-    wait = FetchWait(low=0.005, start=0.05, high=0.15)
-    assert wait.observe({A: lag(500, 1, 0)}) == 0.05
-    for polled in range(2, 2 + SHORT_LIMIT):  # new answers, no record handed over
-        wait.observe({A: lag(500, polled, 0)})
-    assert wait.seconds == 0.1
-    for polled in range(10, 10 + 3 * SHORT_LIMIT):
-        wait.observe({A: lag(500, polled, 0)})
-    assert wait.seconds == 0.15  # capped
-    assert wait.observe({A: lag(500, 30, 500)}) == 0.005  # caught up: short again
-    assert wait.observe({A: lag(501, 31, 500)}) == 0.15  # behind again: the wait that worked is kept
-
-
-def test_answers_with_records_or_no_new_answer_do_not_grow_the_wait() -> None:
-    wait = FetchWait(low=0.005, start=0.05, high=1.0)
-    wait.observe({A: lag(10_000, 1, 0)})
-    for step in range(1, 20):  # records come with every answer
-        wait.observe({A: lag(10_000, 1 + step, step * 100)})
-    for _ in range(20):  # no new answer meanwhile (the fetch is in flight)
+def test_the_wait_stays_short_while_answers_bring_records_behind_or_not() -> None:
+    wait = FetchWait(low=0.01, high=1.0)
+    assert wait.observe({}) == 0.01
+    assert wait.observe({A: lag(None, None, 0)}) == 0.01  # not fetched yet
+    for step in range(1, 20):  # far behind, and each answer brings a hundred records or more
+        assert wait.observe({A: lag(10_000, step, step * 100), B: lag(3, step, 3)}) == 0.01
+    assert wait.behind
+    for _ in range(20):  # no new answer meanwhile (a fetch in flight)
         wait.observe({A: lag(10_000, 20, 1_900)})
-    assert wait.seconds == 0.05
+    assert wait.seconds == 0.01
+    assert wait.observe({A: lag(1_900, 21, 1_900)}) == 0.01
+    assert not wait.behind
 
 
-def test_empty_answers_to_short_fetches_do_not_grow_the_wait() -> None:
-    wait = FetchWait(low=0.005, start=0.05, high=1.0)
-    wait.observe({A: lag(10, 1, 10)})
-    assert wait.seconds == 0.005
-    for polled in range(2, 10):  # answers to the short fetches in flight when the reader fell behind
-        wait.observe({A: lag(20, polled, 10)})
-        wait.seconds = wait.low  # as if each were one of them
-    assert wait.behind == 0.05
+def test_the_wait_doubles_while_answers_come_short_far_behind_up_to_high() -> None:
+    wait = FetchWait(low=0.01, high=0.03)
+    wait.observe({A: lag(5_000, 1, 0)})
+    for polled in range(2, 2 + SHORT_LIMIT):  # new answers with fewer than SHORT_ANSWER records
+        wait.observe({A: lag(5_000, polled, (polled - 1) * (SHORT_ANSWER // 2))})
+    assert wait.seconds == 0.02
+    for polled in range(10, 10 + 3 * SHORT_LIMIT):
+        wait.observe({A: lag(5_000, polled, 200)})
+    assert wait.seconds == 0.03  # capped
+    assert wait.observe({A: lag(5_000, 50, 5_000)}) == 0.03  # caught up: a grown wait is kept
 
 
-@pytest.mark.parametrize(("low", "start", "high"), [(0, 0.05, 1), (0.1, 0.05, 1), (0.005, 2, 1)])
-def test_bounds_out_of_order_are_refused(low: float, start: float, high: float) -> None:
-    with pytest.raises(ValueError, match="fetch_wait_min <= fetch_wait <= fetch_wait_max"):
-        FetchWait(low=low, start=start, high=high)
-    with pytest.raises(ValueError, match="fetch_wait"):
-        KafkaQueueSettings(fetch_wait_min=low, fetch_wait=start, fetch_wait_max=high)
+def test_short_answers_count_only_in_a_row_and_only_far_behind() -> None:
+    wait = FetchWait(low=0.01, high=1.0)
+    wait.observe({A: lag(5_000, 1, 0)})
+    polled = 2
+    for _ in range(10):  # short, short, then one with records: never three in a row
+        for got in (0, 0, 500):
+            wait.observe({A: lag(5_000 + polled * 500, polled, got + wait._seen[A].next)})
+            polled += 1
+    assert wait.seconds == 0.01
+    for polled in range(100, 110):  # behind by less than SHORT_ANSWER: a short answer says nothing
+        wait.observe({B: lag(SHORT_ANSWER - 1, polled, 0)})
+    assert wait.seconds == 0.01
+
+
+@pytest.mark.parametrize(("low", "high"), [(0, 1), (0.1, 0.05)])
+def test_bounds_out_of_order_are_refused(low: float, high: float) -> None:
+    with pytest.raises(ValueError, match="fetch_wait_min <= fetch_wait_max"):
+        FetchWait(low=low, high=high)
+    with pytest.raises(ValueError, match="fetch_wait_min"):
+        KafkaQueueSettings(fetch_wait_min=low, fetch_wait_max=high)
 
 
 # ---------------------------------------------------------------------- on tansu
-
-
-async def _wait_for(reader: Reader, seconds: float) -> None:
-    with anyio.fail_after(5):
-        while reader._wait.seconds != seconds:  # noqa: ASYNC110  (the reader sets no event for this)
-            await anyio.sleep(0.02)
 
 
 def _fetcher_wait_ms(reader: Reader) -> int:
@@ -100,16 +93,34 @@ def _fetcher_wait_ms(reader: Reader) -> int:
     return int(consumer._fetcher._fetch_max_wait_ms)
 
 
+@pytest.mark.anyio
+async def test_a_reader_far_behind_on_a_short_partition_keeps_its_short_wait(
+    kafka_url: str, kafka_namespace: str
+) -> None:
+    options: dict[str, Any] = {"session_timeout": 2.0, "partitions": 1, "fetch_wait_min": 0.004}
+    async with KafkaQueue(kafka_url, codec=MsgpackCodec(), namespace=kafka_namespace, **options) as queue:
+        for start in range(0, 3_000, 500):  # 6 record batches: a short partition, 3,000 records behind
+            await queue.publish(T, list(range(start, start + 500)))
+        done = 0
+        with anyio.fail_after(10):
+            while done < 3_000:
+                batch = await queue.consume(T, group="g", max_messages=1_000, wait=5)
+                await queue.ack(batch)
+                done += len(batch)
+        reader = queue._readers[(T, "g")]
+        assert (reader._wait.seconds, _fetcher_wait_ms(reader)) == (0.004, 4)
+
+
 DEEP = 5_000  # record batches in one partition: tansu answers 1-ms fetches at their offset empty
 
 
 @pytest.mark.anyio
-async def test_a_reader_with_1ms_fetches_drains_a_deep_partition_then_fetches_short(
+async def test_a_reader_with_1ms_fetches_grows_its_wait_and_drains_a_long_partition(
     kafka_url: str, kafka_namespace: str
 ) -> None:
     codec = MsgpackCodec()
     options: dict[str, Any] = {"session_timeout": 2.0, "partitions": 1}
-    options |= {"fetch_wait_min": 0.001, "fetch_wait": 0.001}  # the wait has to grow to read the partition
+    options["fetch_wait_min"] = 0.001  # the wait has to grow for the reader to read the partition
     async with KafkaQueue(kafka_url, codec=codec, namespace=kafka_namespace, **options) as queue:
         await queue.publish(T, ["seed"])  # creates the lane topics
         producer = AIOKafkaProducer(
@@ -135,6 +146,5 @@ async def test_a_reader_with_1ms_fetches_drains_a_deep_partition_then_fetches_sh
                 await queue.ack(batch)
         assert seen == {"seed", *map(str, range(DEEP))}
         reader = queue._readers[(T, "g")]
-        assert reader._wait.behind > 0.001  # its fetches behind answered empty: the wait grew
-        await _wait_for(reader, 0.001)  # caught up: short again
-        assert _fetcher_wait_ms(reader) == 1
+        assert reader._wait.seconds > 0.001  # its fetches far behind answered short: the wait grew
+        assert _fetcher_wait_ms(reader) == round(reader._wait.seconds * 1000)

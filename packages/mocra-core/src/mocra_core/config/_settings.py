@@ -161,14 +161,13 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
         session_timeout: Seconds without a heartbeat before the group gives a worker's partitions to the
             others. Apache Kafka accepts 6 to 1,800 by default; tansu also takes less, and a worker joins
             its groups in half of it there.
-        fetch_wait: Seconds a fetch waits at the broker while the worker is behind (records on the broker
-            it has not fetched), at first; it doubles, up to `fetch_wait_max`, while such fetches answer
-            empty (tansu answers when the wait ends, with what it read by then: nothing, once a partition
-            is longer than it can read in the wait).
-        fetch_wait_min: Seconds a fetch waits while the worker is caught up: on tansu, which holds each
-            fetch for its wait, the latency of each hop of a crawl. On Apache Kafka (which answers as soon
-            as records arrive) a short wait only means more idle fetches: 0.5 for both suits it.
-        fetch_wait_max: The most the wait grows to while the worker is behind.
+        fetch_wait: Seconds the reads of the state and DLQ topics wait at the broker per fetch.
+        fetch_wait_min: Seconds a worker's fetches wait at the broker, at first: on tansu, which holds
+            each fetch for its wait, the latency of each hop of a crawl. On Apache Kafka (which answers
+            as soon as records arrive) a short wait only means more idle fetches: 0.5 suits it.
+        fetch_wait_max: The most the wait grows to. tansu answers a fetch with what it read by then, and
+            reads a partition slower the longer it is; a worker far behind whose fetches keep answering
+            short doubles its wait, up to this.
         reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
         lanes: Priority lanes created with each topic, by `Request.priority` (any 64-bit int: -1 is below
             the default 0); another lane is created when first used, and every worker's groups rebalance then.
@@ -183,7 +182,7 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     partitions: int = 4
     session_timeout: float = 10.0
     fetch_wait: float = 0.05
-    fetch_wait_min: float = 0.005
+    fetch_wait_min: float = 0.01
     fetch_wait_max: float = 1.0
     reconnect_timeout: float = 30.0
     lanes: tuple[int, ...] = (-1, 0, 1)
@@ -192,9 +191,9 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
         at_least(self, 1, "partitions")
         positive(self, "session_timeout", "fetch_wait", "fetch_wait_min", "fetch_wait_max")
         positive(self, "reconnect_timeout")
-        if not self.fetch_wait_min <= self.fetch_wait <= self.fetch_wait_max:
-            waits = f"{self.fetch_wait_min!r}, {self.fetch_wait!r}, {self.fetch_wait_max!r}"
-            raise ValueError(f"fetch_wait: must be between fetch_wait_min and fetch_wait_max, got {waits}")
+        if self.fetch_wait_min > self.fetch_wait_max:
+            waits = f"{self.fetch_wait_min!r} > {self.fetch_wait_max!r}"
+            raise ValueError(f"fetch_wait_min: must be at most fetch_wait_max, got {waits}")
         for lane in self.lanes:
             if not -(2**63) <= lane < 2**63:
                 raise ValueError(f"lanes: must be 64-bit ints, got {lane}")

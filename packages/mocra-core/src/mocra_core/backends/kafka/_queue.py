@@ -41,8 +41,8 @@ and finished: `_state.py`; DLQ: `_dlq.py`):
   until their commits land, never fewer. With several groups on a topic, the largest count wins.
 - **Outages.** Calls retry connection errors and lost topics (a restarted broker) for `reconnect_timeout`
   seconds, then raise `BackendUnavailable`; the consumers reconnect on their own.
-- **Fetch wait.** Short while a reader is caught up, long while it is behind, longer while fetches
-  behind answer empty (`fetch_wait_min`, `fetch_wait`, `fetch_wait_max`; `_fetch_wait.py`).
+- **Fetch wait.** A reader's fetches wait `fetch_wait_min`; one whose fetches keep answering short
+  while it is far behind (tansu on a long partition) doubles it, up to `fetch_wait_max` (`_fetch_wait.py`).
 - **tansu** (0.6) joins a group in half the session timeout (at least 1 s), answers a fetch only after
   its wait, reports end offsets one past the first record of the last batch (so `pending` reads the
   last batch) and drops commit metadata (hence the state topics). Two workers crawl one job and one
@@ -103,18 +103,15 @@ class KafkaQueue:
         partitions: Partitions of each lane topic the queue creates (more partitions, more members).
         session_timeout: Seconds without a heartbeat before the group gives a member's partitions to
             others (Kafka accepts 6 to 1,800 by default; tansu also takes less, and joins faster then).
-        fetch_wait: Seconds a fetch waits at the broker for new records while the reader is behind (a
-            partition's high watermark above what it has fetched), at first; also the wait of the reads of
-            the state and DLQ topics. Kafka answers as soon as records arrive; tansu only when the wait
-            ends, with what it read by then: below the time it needs to read a long partition it answers
-            empty (with 0.01 s a crawl whose queue grew past ~270,000 messages stopped; see
-            `benchmarks/README.md`, "Soak"). A reader whose fetches keep answering empty while behind
-            doubles its wait, up to `fetch_wait_max` (`_fetch_wait.py`).
-        fetch_wait_min: Seconds a fetch waits while the reader is caught up (every partition fetched to
-            its high watermark): on tansu the latency of each hop of a crawl, as it holds each fetch for
-            its wait. On Apache Kafka a wait this short only means many idle fetches: set
-            `fetch_wait_min` and `fetch_wait` to 0.5 (its default) there.
-        fetch_wait_max: The most a reader's fetch wait grows to while its fetches answer empty behind.
+        fetch_wait: Seconds the reads of the state and DLQ topics wait at the broker per fetch.
+        fetch_wait_min: Seconds a reader's fetches wait at the broker, at first. Kafka answers as soon as
+            records arrive; tansu only when the wait ends, with what it read by then, so on tansu this
+            is the latency of each hop of a crawl (the bench crawl: 0.05 s 30 % slower than 0.01 s).
+            On Apache Kafka a short wait only means many idle fetches (its default is 0.5).
+        fetch_wait_max: The most a reader's fetch wait grows to. tansu reads a partition at a cost that
+            grows with its length and answers a shorter fetch with a few records or none (with 0.01 s a
+            crawl whose queue grew past ~270,000 messages stopped; see `benchmarks/README.md`, "Soak"),
+            so a reader far behind whose fetches keep answering short doubles its wait, up to this.
         reconnect_timeout: Seconds a call keeps retrying a lost broker before raising `BackendUnavailable`.
         lanes: Priority lanes created with a topic. A message of another priority creates its lane when
             first published, and every consumer group of the topic rebalances to subscribe to it (on
@@ -147,13 +144,13 @@ class KafkaQueue:
         partitions: int = 4,
         session_timeout: float = 10.0,
         fetch_wait: float = 0.05,
-        fetch_wait_min: float = 0.005,
+        fetch_wait_min: float = 0.01,
         fetch_wait_max: float = 1.0,
         reconnect_timeout: float = 30.0,
         lanes: Sequence[int] = (-1, 0, 1),
     ) -> None:
         check_limits(visibility_timeout, max_attempts)
-        FetchWait(low=fetch_wait_min, start=fetch_wait, high=fetch_wait_max)  # ValueError for bad bounds
+        FetchWait(low=fetch_wait_min, high=fetch_wait_max)  # ValueError for bounds out of order
         if partitions < 1:
             raise ValueError(f"partitions must be at least 1, got {partitions!r}")
         self.url = redact(url)
@@ -170,7 +167,7 @@ class KafkaQueue:
         self._codec = codec
         self._dlq = DeadLetters(self._wire, self._names, codec, fetch_wait=fetch_wait)
         self._lanes = Lanes(self._wire, self._names, partitions, self._new_lane, eager=lanes)
-        waits = (fetch_wait_min, fetch_wait, fetch_wait_max)
+        waits = (fetch_wait, fetch_wait_min, fetch_wait_max)
         settings = ReaderSettings(codec, visibility_timeout, max_attempts, session_timeout, *waits)
         self._readers = Readers(self._wire, self._names, self._lanes, settings, self._check)
         self._stack: AsyncExitStack | None = None

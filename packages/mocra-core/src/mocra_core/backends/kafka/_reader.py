@@ -70,7 +70,8 @@ class Reader(Member):
         visibility_timeout: float,
         max_attempts: int,
         session_timeout: float,
-        fetch_wait: FetchWait,
+        fetch_wait: float,
+        waits: FetchWait,
         published: dict[TopicPartition, int],
     ) -> None:
         super().__init__(
@@ -79,13 +80,13 @@ class Reader(Member):
             wire=wire,
             names=names,
             visibility_timeout=visibility_timeout,
-            fetch_wait=fetch_wait.behind,
+            fetch_wait=fetch_wait,
             published=published,
         )
         self._codec = codec
         self._max_attempts = max_attempts
         self._session_ms = max(1000, int(session_timeout * 1000))
-        self._wait = fetch_wait
+        self._wait = waits
         self._tuning = True  # False once aiokafka refused a new wait (`set_fetch_wait`)
         self._tune_at = 0.0  # monotonic time of the next look at the lag (at most one per `fetch_wait_min`)
         self._poison: list[Held] = []
@@ -186,12 +187,12 @@ class Reader(Member):
                 self.progressed()
 
     def _poll_limit(self) -> float:
-        """Seconds the fetch loop waits at most: short while the fetches are short (caught up).
+        """Seconds the fetch loop waits at most: shorter while a partition is far behind.
 
-        aiokafka wakes `getmany` only for records, so a fetch that answers empty because the reader fell
-        behind on a long partition would otherwise go unseen for `POLL`, fetching short meanwhile.
+        aiokafka wakes `getmany` only for records, so fetches answering empty would otherwise go
+        unseen for `POLL` each, and the wait would take seconds to grow (`FetchWait`).
         """
-        return min(POLL, self._wait.behind) if self._wait.seconds < self._wait.behind else POLL
+        return min(POLL, max(0.05, 4 * self._wait.seconds)) if self._wait.behind else POLL
 
     def _tune(self, consumer: Consumer) -> None:
         """Set the wait of the next fetches from the lag of the partitions fetched (`FetchWait`)."""

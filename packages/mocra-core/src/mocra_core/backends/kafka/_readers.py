@@ -31,8 +31,8 @@ class ReaderSettings:
     visibility_timeout: float
     max_attempts: int
     session_timeout: float
-    fetch_wait_min: float
     fetch_wait: float
+    fetch_wait_min: float
     fetch_wait_max: float
 
 
@@ -101,7 +101,7 @@ class Readers:
         await self._lanes.ensure(topic, 0)
         found = await self._wire.list_topics(self._names.prefix(topic))
         settings = self._settings
-        wait = FetchWait(low=settings.fetch_wait_min, start=settings.fetch_wait, high=settings.fetch_wait_max)
+        waits = FetchWait(low=settings.fetch_wait_min, high=settings.fetch_wait_max)
         reader = Reader(
             topic,
             group,
@@ -111,7 +111,8 @@ class Readers:
             visibility_timeout=settings.visibility_timeout,
             max_attempts=settings.max_attempts,
             session_timeout=settings.session_timeout,
-            fetch_wait=wait,
+            fetch_wait=settings.fetch_wait,
+            waits=waits,
             published=self._lanes.published,
         )
         reader.lanes = lanes_of(self._names, topic, found)
