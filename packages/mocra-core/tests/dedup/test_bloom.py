@@ -13,7 +13,7 @@ import redis.asyncio
 
 from mocra_core.config import Settings
 from mocra_core.dedup import DedupSettings, MemoryBloomSeenSet, RedisBloomSeenSet
-from mocra_core.dedup._bloom import MAX_FILTER_BITS, filter_layout, series_bits
+from mocra_core.dedup._bloom import SEGMENT_BITS, filter_layout, series_bits
 from mocra_core.engine._plan import BackendPlan
 
 if TYPE_CHECKING:
@@ -58,10 +58,11 @@ def test_the_rates_of_a_series_add_up_to_less_than_its_rate() -> None:
     layouts = [filter_layout(i, capacity=1000, rate=0.001) for i in range(40)]
     assert sum(layout.rate for layout in layouts) < 0.001
     assert [layout.capacity for layout in layouts[:3]] == [1000, 2000, 4000]
-    assert all(layout.bits <= MAX_FILTER_BITS for layout in layouts)
-    assert layouts[-1].capacity < 1000 * 2**39  # capped: a Redis string holds 2**32 bits
     first = layouts[0]
-    assert (first.bits, first.hashes) == (15821, 11)  # -n ln(p) / ln² 2 bits, -log2(p) hashes, p = 0.0005
+    assert (first.bits, first.hashes, first.segments) == (15821, 11, 1)  # -n ln(p) / ln² 2, -log2(p); p/2
+    assert first.redis_bytes == 1978
+    big = filter_layout(0, capacity=100_000_000, rate=0.001)
+    assert big.segments == 189 and big.redis_bytes == 189 * SEGMENT_BITS // 8 >= big.bits / 8
 
 
 def test_100_million_at_a_tenth_of_a_percent_is_under_200_mb() -> None:
@@ -106,13 +107,19 @@ async def _filters(seen: Bloom) -> int:
 
 
 async def test_redis_allocates_each_filter_whole_as_laid_out(namespace: str) -> None:
-    async with RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=1_000) as seen:
-        await seen.add_if_absent([fp(n) for n in range(3_500)])
+    async with RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=300_000) as seen:
+        await seen.add_if_absent([fp(n) for n in range(1_000)])
+        keys = await seen.keys()
+        layout = filter_layout(0, capacity=300_000, rate=0.001)
+        assert layout.segments == 1
         async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
-            lengths = [await raw.strlen(f"{seen.name}:{i}") for i in range(3)]
-        layouts = [filter_layout(i, capacity=1_000, rate=0.001) for i in range(3)]
-        assert lengths == [(layout.bits + 7) // 8 for layout in layouts]  # the Lua script's layout is ours
-        assert await seen.memory_usage() >= sum(lengths)
+            assert [await raw.strlen(key) for key in keys[1:]] == [layout.redis_bytes]  # Lua's layout is ours
+            await raw.hset(seen.name, "room", 0)  # as if full: the next batch starts filter 1 (2 segments)
+            await seen.add_if_absent([fp(n) for n in range(1_000, 1_100)])
+            keys = await seen.keys()
+            assert [await raw.strlen(key) for key in keys[2:]] == [SEGMENT_BITS // 8] * 2
+        assert await seen.memory_usage() >= layout.redis_bytes + 2 * SEGMENT_BITS // 8
+        assert not any(await seen.add_if_absent([fp(n) for n in range(1_100)]))
 
 
 async def test_redis_workers_agree_and_the_first_fixes_the_parameters(namespace: str) -> None:

@@ -62,7 +62,7 @@ async def seen(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> AsyncI
         async with kind(REDIS_URL, namespace=namespace) as redis_store:
             yield redis_store
         async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
-            await raw.delete(f"{namespace}:seen", f"{namespace}:seen:0")
+            await raw.delete(f"{namespace}:seen", f"{namespace}:seen:0:0", f"{namespace}:seen:0:1")
         return
     store: SeenSet
     if request.param == "memory-bloom":

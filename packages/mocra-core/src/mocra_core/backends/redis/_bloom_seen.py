@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 
 from ..._errors import redact
 from ..._gather import Gather
+from ...dedup._bloom import filter_layout
 from ...dedup._errors import SeenSetError
 from ...dedup._seen_set import check_fingerprints
 from ._bloom_lua import ADD_IF_ABSENT, CONTAINS
@@ -26,21 +27,23 @@ _NEW = ord("1")
 class RedisBloomSeenSet(RedisResource):
     """A seen set on Redis that may take a new fingerprint for seen, never the reverse; shared by workers.
 
-    A scalable Bloom filter (`mocra_core.dedup._bloom`): Redis strings `{namespace}:{key}:0`, `:1`, … of
-    bits, the first for `capacity` fingerprints, each next one for twice as many at half the error rate,
-    so the chance that a new fingerprint is answered `False` stays below `false_positive_rate` at any
-    size; the hash `{namespace}:{key}` holds the parameters and the fill. It needs no Redis module (the
+    A scalable Bloom filter (`mocra_core.dedup._bloom`): filters of bits in Redis strings
+    (`{namespace}:{key}:<filter>:<segment>`, 1 MiB each at most), the first for `capacity` fingerprints,
+    each next one for twice as many at half the error rate, so the chance that a new fingerprint is
+    answered `False` stays below `false_positive_rate` at any size; the hash `{namespace}:{key}` holds
+    the parameters and the fill. It needs no Redis module (the
     server here has no RedisBloom): `add_if_absent` is one Lua script per batch (the fingerprints joined
     into one argument, `BITFIELD` reads and writes inside), so a batch is one round trip and atomic, and
     concurrent workers agree on which of them saw a fingerprint first; concurrent batches of one process
     share a call. The first call fixes `capacity` and the rate for the key; later ones with other
     values use the key's.
 
-    Memory: each filter is allocated whole when it starts, ~1.97 bytes per fingerprint of its capacity
-    at 0.1 % (15.8 bits; `MEMORY USAGE` adds a few bytes per key): 100 million URLs fit in 198 MB with
-    `capacity=100_000_000`, against 64 bytes per fingerprint for `RedisSeenSet`. A crawl that outgrows
-    `capacity` costs ~1.5-3× its URLs' share (the filters double). Measured with
-    `benchmarks/bench_seen_set.py --redis`.
+    Memory: each filter is allocated whole when it starts, ~1.98 bytes per fingerprint of its capacity
+    at 0.1 % (15.8 bits, in whole 1 MiB segments): 100 million URLs fit in 198.2 MB with
+    `capacity=100_000_000` (`MEMORY USAGE`), against 64 bytes per fingerprint for `RedisSeenSet`. A
+    crawl that outgrows `capacity` costs ~1.5-3× its URLs' share (the filters double). Each batch costs
+    Redis ~10 µs per fingerprint (`RedisSeenSet`: ~2.5). Measured with
+    `benchmarks/bench_seen_set_redis.py`.
 
     Failures and cancellation are as for `RedisSeenSet`: nothing is retried, a failed call raises
     `BackendUnavailable` or `BackendError` and the caller assumes none of the batch was recorded.
@@ -62,8 +65,8 @@ class RedisBloomSeenSet(RedisResource):
         ...         return new, await seen.contains(b"b" * 16), await seen.count()
         >>> anyio.run(main)
         ([True, True, False], True, 2)
-        >>> redis.Redis(port=6379).delete(f"{namespace}:seen", f"{namespace}:seen:0")
-        2
+        >>> redis.Redis(port=6379).delete(*(f"{namespace}:seen{part}" for part in ("", ":0:0", ":0:1")))
+        3
     """
 
     __slots__ = ("_add", "_adds", "_args", "_closed", "_contains", "_key", "_lent", "_redis", "_url", "name")
@@ -147,12 +150,26 @@ class RedisBloomSeenSet(RedisResource):
             raise redis_failure(self._url, exc) from exc
         return int(value or 0)
 
+    async def keys(self) -> list[bytes]:
+        """Return the series' keys: its hash, then each filter's segments."""
+        try:
+            stored = await self._open().hmget(self._key, ["capacity", "rate", "filters"])
+        except RedisError as exc:
+            raise redis_failure(self._url, exc) from exc
+        if stored[0] is None or stored[1] is None:
+            return []
+        capacity, rate, filters = int(stored[0]), float(stored[1]), int(stored[2] or 0)
+        keys = [self._key]
+        for i in range(filters):
+            segments = filter_layout(i, capacity=capacity, rate=rate).segments
+            keys += [b"%s:%d:%d" % (self._key, i, s) for s in range(segments)]
+        return keys
+
     async def memory_usage(self) -> int:
         """Return the bytes Redis reports (`MEMORY USAGE`) for the series' keys."""
+        keys = await self.keys()
         try:
             redis = self._open()
-            filters = int(await redis.hget(self._key, "filters") or 0)
-            keys = [self._key] + [self._key + b":%d" % i for i in range(filters)]
             return sum([int(await redis.memory_usage(key, samples=0) or 0) for key in keys])
         except RedisError as exc:
             raise redis_failure(self._url, exc) from exc
