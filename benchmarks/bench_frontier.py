@@ -9,6 +9,9 @@ to the request queue) in batches, as parse workers do, then drains the queue (co
 - `memory`: `MemoryQueue` + `MemorySeenSet` (the default single-process engine: everything in RAM).
 - `lmdb`: `LmdbQueue` (payloads encoded by `EngineCodec`) + `MemorySeenSet`: the frontier spilled to disk.
 - `lmdb-seen`: `LmdbQueue` + `LmdbSeenSet`: frontier and seen-set on disk (a job dir's layout).
+- `default`: the queue and seen set a run with default settings makes (`BackendPlan.decide(Settings())`:
+  `SpillingQueue`, spilling past `queue.spill_threshold`, + `MemorySeenSet`).
+- `default-approx`: the same with `dedup.approximate = true` (`MemoryBloomSeenSet`).
 
 Bytes per URL = (peak RSS − RSS before the first push) / N; the baseline is the interpreter and imports.
 RSS counts file-backed pages of LMDB's memory map too (`RssFile`, reclaimable page cache): both parts are
@@ -30,7 +33,7 @@ from typing import Any
 
 import anyio
 
-VARIANTS = ("memory", "lmdb", "lmdb-seen")
+VARIANTS = ("memory", "lmdb", "lmdb-seen", "default", "default-approx")
 
 
 def say(line: str) -> None:
@@ -69,6 +72,16 @@ def dir_size(path: str) -> int:
     return total
 
 
+def default_backends(*, approximate: bool) -> tuple[Any, Any]:
+    """The request queue and seen set of a run with default settings (plus `dedup.approximate`)."""
+    from mocra_core.config import Settings
+    from mocra_core.engine._plan import BackendPlan
+
+    settings = Settings.from_mapping({"dedup": {"approximate": True}} if approximate else {})
+    plan = BackendPlan.decide(settings, job="bench")
+    return plan.make_queue(), plan.make_seen(plan.make_coordination())
+
+
 async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, Any]:
     """Push `n` requests through a Frontier, then drain the queue; return the measurements."""
     from mocra_core.dedup import LmdbSeenSet, MemorySeenSet, SeenSet
@@ -79,12 +92,16 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
     from mocra_core.queue import LmdbQueue, MemoryQueue, QueueBackend
 
     queue: QueueBackend
-    if variant == "memory":
+    seen: SeenSet
+    if variant.startswith("default"):
+        queue, seen = default_backends(approximate=variant == "default-approx")
+    elif variant == "memory":
         queue = MemoryQueue()
     else:
         queue = LmdbQueue(os.path.join(tmp, "queue"), codec=EngineCodec())
-    seen: SeenSet
-    if variant == "lmdb-seen":
+    if variant.startswith("default"):
+        pass
+    elif variant == "lmdb-seen":
         seen = LmdbSeenSet(os.path.join(tmp, "seen"), map_size=4 << 30)
     else:
         seen = MemorySeenSet()

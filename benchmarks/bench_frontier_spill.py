@@ -1,38 +1,18 @@
-"""Peak RSS of a 1M-URL frontier with the default in-memory queue (which spills past 100,000 requests).
+"""Peak RSS, push and drain rates of a frontier with the default settings (the queue spills past 100,000).
 
-Run: uv run python benchmarks/bench_frontier_spill.py
+Run: `uv run python benchmarks/bench_frontier_spill.py [--n 10000000] [--variants default,default-approx]`
+
+`bench_frontier.py` with its `default` variant (the queue and seen set that `BackendPlan.decide(Settings())`
+makes: a `SpillingQueue` and a `MemorySeenSet`) by default; each variant runs in its own child process.
 """
 
-import resource
-import time
+from __future__ import annotations
 
-import anyio
+import pathlib
+import runpy
+import sys
 
-from mocra_core.dedup import MemorySeenSet
-from mocra_core.engine._codec import EngineCodec
-from mocra_core.engine._frontier import Frontier
-from mocra_core.http import Request, Routing
-from mocra_core.observe import Stats
-from mocra_core.queue import SpillingQueue
-
-
-async def main():
-    async with (
-        SpillingQueue(codec=EngineCodec(), topics={"request"}, threshold=100_000) as q,
-        MemorySeenSet() as seen,
-    ):
-        f = Frontier(q, seen, Stats())
-        t = time.perf_counter()
-        for b in range(0, 1_000_000, 1000):
-            await f.submit(
-                [Request(f"http://example.com/item/{i}?ref=x") for i in range(b, b + 1000)], Routing()
-            )
-        dt = time.perf_counter() - t
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        pending = await q.pending("request")
-        per_url = rss * 1024 * 1024 / 1e6
-        print(f"1M URLs: pending={pending} spilled={q.spilled} peak RSS {rss:.0f} MB ({per_url:.0f} B/URL)")
-        print(f"push {1e6 / dt:,.0f} URLs/s")
-
-
-anyio.run(main)
+if __name__ == "__main__":
+    if not any(arg.startswith("--variants") for arg in sys.argv[1:]):
+        sys.argv[1:1] = ["--variants", "default"]
+    runpy.run_path(str(pathlib.Path(__file__).with_name("bench_frontier.py")), run_name="__main__")

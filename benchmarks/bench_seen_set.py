@@ -2,7 +2,11 @@
 
 Run: `uv run python benchmarks/bench_seen_set.py [N] [BATCH]` (defaults 1,000,000 and 1,000).
 
-Compares `MemorySeenSet` with the plain-Python sets it was chosen over, and times `LmdbSeenSet`.
+Compares `MemorySeenSet` with the plain-Python sets it was chosen over, times `LmdbSeenSet`, and
+measures the approximate `MemoryBloomSeenSet` (`dedup.approximate`) at 0.1 %: sized for N, and from a
+capacity of N/16 (growing to 5 filters). Its filters live in Rust (tracemalloc does not see them): its
+bytes are the filters' bits, and its false positives the share of N fresh fingerprints answered seen.
+The Redis seen sets: `benchmarks/bench_seen_set_redis.py`.
 Memory is what tracemalloc counts after inserting, the keys included (the `set[bytes]` row copies
 each fingerprint, as a set that outlives its requests must keep them); peak is the highest point,
 growth included. Time comes from a separate run without tracemalloc, which slows allocation down.
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mocra_core.dedup import LmdbSeenSet, MemorySeenSet
+from mocra_core.dedup import LmdbSeenSet, MemoryBloomSeenSet, MemorySeenSet
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -100,6 +104,24 @@ async def lmdb(chunks: Chunks, directory: str) -> float:
         return time.perf_counter() - start
 
 
+async def bloom(chunks: Chunks, n: int, capacity: int) -> str:
+    """Fill a `MemoryBloomSeenSet` of `capacity`, probe it with fresh fingerprints; return its report line."""
+    seen = MemoryBloomSeenSet(capacity=capacity, false_positive_rate=0.001)
+    start = time.perf_counter()
+    new = 0
+    for chunk in chunks:
+        new += sum(await seen.add_if_absent(chunk))
+    elapsed = time.perf_counter() - start
+    false = 0
+    for fp in (os.urandom(16) for _ in range(n)):
+        false += await seen.contains(fp)
+    name = f"Bloom, capacity N/{n // capacity}" if capacity < n else "Bloom, capacity N"
+    return (
+        f"{name:<24} {elapsed / n * 1e9:6.0f} ns/fp  {seen.size_in_bits / 8 / n:6.1f} B/fp  "
+        f"{seen.filters} filter(s), {n - new} new taken for seen, {false / n:.5f} false positives"
+    )
+
+
 def main() -> None:
     """Run every measurement and print a table."""
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
@@ -115,6 +137,8 @@ def main() -> None:
         elapsed = anyio.run(lmdb, chunks, tmp + "/seen")
         on_disk = os.path.getsize(tmp + "/seen/data.mdb")
     say(f"{'LmdbSeenSet':<24} {elapsed / n * 1e9:6.0f} ns/fp  {on_disk / n:6.1f} B/fp on disk")
+    say(anyio.run(bloom, chunks, n, n))
+    say(anyio.run(bloom, chunks, n, n // 16))
 
 
 if __name__ == "__main__":

@@ -87,16 +87,21 @@ class MemoryBloomSeenSet:
         append = new.append
         full, last, room = self._full, self._last, self._room
         for fp in fingerprints:
-            if fp in last or any(fp in f for f in full):
+            if fp in last:
                 append(False)
                 continue
-            last.add(fp)
-            append(True)
-            room -= 1
-            if not room:
-                self._full.append(last)
-                self._start_filter()
-                last, room = self._last, self._room
+            for old in full:  # the full filters, if any
+                if fp in old:
+                    append(False)
+                    break
+            else:
+                last.add(fp)
+                append(True)
+                room -= 1
+                if not room:
+                    full.append(last)
+                    self._start_filter()
+                    last, room = self._last, self._room
         self._room = room
         self._count += new.count(True)
         return new
