@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._admin import AdminSettings
 from ..dedup._settings import DedupSettings
+from ._admin import AdminSettings
 from ._load import load, parse_override
 from ._settings import (
     CoordinationSettings,
