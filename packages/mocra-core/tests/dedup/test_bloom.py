@@ -164,3 +164,22 @@ def test_the_settings_choose_the_approximate_sets_where_they_apply() -> None:
 def test_bad_settings_are_named(options: dict[str, float], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         DedupSettings(**options)  # type: ignore[arg-type]
+
+
+def test_a_cluster_keeps_an_approximate_seen_set_on_its_redis() -> None:
+    from mocra_cluster import ClusterConfig
+
+    node = ClusterConfig(node_id="n1", addr="127.0.0.1:1", data_dir="/tmp/none", password="x")
+    approximate = {"dedup": {"approximate": True}}
+    on_redis = BackendPlan.decide(
+        Settings.from_mapping({**approximate, "queue": {"url": REDIS_URL}}), job="j", cluster=node
+    )
+    assert on_redis.seen is not None and on_redis.seen.kind == "redis"
+    on_nats = BackendPlan.decide(
+        Settings.from_mapping({**approximate, "queue": {"url": "nats://127.0.0.1:4222"}}),
+        job="j",
+        cluster=node,
+    )
+    assert on_nats.seen is not None and on_nats.seen.kind == "cluster"  # no Redis: the Raft state's exact set
+    exact = BackendPlan.decide(Settings.from_mapping({"queue": {"url": REDIS_URL}}), job="j", cluster=node)
+    assert exact.seen is not None and exact.seen.kind == "cluster"

@@ -111,7 +111,9 @@ class BackendPlan:
             `read_only` plan of a shared job that names none (its counts are out of reach).
         seen: The seen set (`memory`, `lmdb`, `redis`, `cluster`, or `coordination`: in the coordination
             store); None with `crawl.dedup = false`. With `dedup.approximate`, a `memory` or `redis` set
-            is a scalable Bloom filter (`MemoryBloomSeenSet`, `RedisBloomSeenSet`); the others stay exact.
+            is a scalable Bloom filter (`MemoryBloomSeenSet`, `RedisBloomSeenSet`), and a cluster node
+            whose queue (or `coordination.url`) is on Redis keeps it there instead of in the Raft state,
+            whose exact set grows without bound; the others stay exact.
         gate: The job-wide politeness gate (`lmdb` or `redis`), None when each worker keeps its own limits.
         job_dir: The job dir (`crawl.job_dir`), or None.
         cluster: The cluster node this run is (its Raft plane holds coordination and seen set), or None.
@@ -189,7 +191,7 @@ class BackendPlan:
             shared=shared,
             queue=queue,
             coordination=_coordination(store, url, job_dir, shared=shared, cluster=cluster is not None),
-            seen=_seen(store, url, job_dir, shared=shared, cluster=cluster is not None)
+            seen=_seen(store, url, job_dir, shared=shared, cluster=_raft_seen(settings, cluster))
             if settings.crawl.dedup
             else None,
             gate=_gate(store, url, job_dir, shared=shared, cluster=cluster is not None),
@@ -313,8 +315,23 @@ def _coordination(
     return Backend("memory")
 
 
+def _raft_seen(settings: Settings, cluster: ClusterConfig | None) -> bool:
+    """Whether a run keeps its seen set in the Raft state.
+
+    A cluster node does, unless `dedup.approximate` and a Redis (the queue's or `coordination.url`) can
+    hold the Bloom filter instead: the Raft state's exact set grows without bound on every node.
+    """
+    if cluster is None:
+        return False
+    redis = settings.coordination.url or settings.queue.url
+    return not (settings.dedup.approximate and _scheme(redis) in _REDIS)
+
+
 def _seen(store: str | None, queue: str, job_dir: str | None, *, shared: bool, cluster: bool) -> Backend:
-    """The seen set: shared by the workers of a job when the queue is (Redis's own set where there is one)."""
+    """The seen set: shared by the workers of a job when the queue is (Redis's own set where there is one).
+
+    `cluster`: the seen set is in the Raft state (see `_raft_seen`).
+    """
     if cluster:
         return Backend("cluster")
     if shared:
