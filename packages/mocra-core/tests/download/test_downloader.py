@@ -211,6 +211,20 @@ async def test_downloader_still_works_after_timeouts(make_downloader: MakeDownlo
             assert (await downloader.download(Request(base + "/ok"))).body == b"ok"
 
 
+async def test_a_cancelled_download_is_a_cancel_and_frees_its_connection(
+    make_downloader: MakeDownloader,
+) -> None:
+    server = LocalServer({"/trickle": trickle_handler, "/ok": ServerResponse(body="ok")})
+    downloader = make_downloader(max_connections=1)
+    async with server.running() as base:
+        for _ in range(2):  # a cancel, not a DownloadTimeout: move_on_after catches only its own cancel
+            with anyio.move_on_after(0.1) as scope:
+                await downloader.download(Request(base + "/trickle"))
+            assert scope.cancelled_caught
+        with anyio.fail_after(4):  # the one pooled connection came back
+            assert (await downloader.download(Request(base + "/ok"))).body == b"ok"
+
+
 # ---------------------------------------------------------------------------------------------- redirects
 
 

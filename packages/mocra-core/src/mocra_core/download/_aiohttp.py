@@ -9,6 +9,7 @@ redirect's `Location` (`httpx.URL.join`), and the `httpx.Headers` of the `Respon
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -109,6 +110,14 @@ class AiohttpDownloader(PooledDownloader[str | None]):
 
     def __repr__(self) -> str:
         return f"<AiohttpDownloader {self.name!r}>"
+
+    async def _within(
+        self, seconds: float, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
+    ) -> Fetched:
+        # aiohttp runs on asyncio only, whose own timeout costs a third of anyio's cancel scope (~6 vs
+        # ~16 us a request); an outer cancel still propagates as a cancel, not as this timeout
+        async with asyncio.timeout(seconds):
+            return await self._routed(request, jar, hop, key)
 
     def _direct(self) -> str | None:
         return None

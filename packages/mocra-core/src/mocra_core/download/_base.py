@@ -154,8 +154,7 @@ class PooledDownloader(ABC, Generic[V]):
         timeout = request.timeout if request.timeout is not None else self.settings.total_timeout
         start = time.perf_counter()
         try:
-            with anyio.fail_after(timeout):
-                fetched = await self._routed(request, jar, hop, key)
+            fetched = await self._within(timeout, request, jar, hop, key)
         except TimeoutError as exc:
             raise DownloadTimeout(
                 f"{request.method} {request.url} timed out: no complete response within {timeout}s "
@@ -164,6 +163,13 @@ class PooledDownloader(ABC, Generic[V]):
             ) from exc
         url, status, headers, body = fetched
         return Response(url, status, headers, body, request, elapsed=time.perf_counter() - start)
+
+    async def _within(
+        self, seconds: float, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
+    ) -> Fetched:
+        """`_routed` within `seconds`; `TimeoutError` when they run out (any async backend)."""
+        with anyio.fail_after(seconds):
+            return await self._routed(request, jar, hop, key)
 
     async def _routed(
         self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, key: str | None
