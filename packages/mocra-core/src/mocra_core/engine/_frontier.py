@@ -125,7 +125,9 @@ def seen_key(fingerprint: bytes, scope: str) -> bytes:
     """The key a request's `fingerprint` has in the seen set within `scope` (the set is shared by scopes)."""
     if not scope:
         return fingerprint
-    return hashlib.blake2b(fingerprint, digest_size=16, key=_scope_key(scope)).digest()
+    hasher = _scope_hasher(scope).copy()  # a copy of the keyed state: the key block is not hashed again
+    hasher.update(fingerprint)
+    return hasher.digest()
 
 
 def _seen_key(request: Request, scope: str) -> bytes:
@@ -133,5 +135,6 @@ def _seen_key(request: Request, scope: str) -> bytes:
 
 
 @functools.lru_cache(maxsize=1024)
-def _scope_key(scope: str) -> bytes:
-    return hashlib.blake2b(scope.encode(), digest_size=32).digest()
+def _scope_hasher(scope: str) -> hashlib.blake2b:
+    """A keyed blake2b of `scope`, nothing hashed yet: `copy()` it per key (never update it)."""
+    return hashlib.blake2b(digest_size=16, key=hashlib.blake2b(scope.encode(), digest_size=32).digest())

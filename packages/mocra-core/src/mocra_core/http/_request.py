@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -20,10 +21,36 @@ ParamValue = str | int | float | bool | None
 Params = Mapping[str, ParamValue | list[ParamValue]] | list[tuple[str, ParamValue]]
 
 
+# The common shape, `http(s)://host[:port][/?#...]` in printable ASCII without spaces or user info, which
+# `urlsplit` would accept as it is (a port of 1-65535 is checked apart); anything else takes the full checks.
+_PLAIN_URL = re.compile(r"https?://[A-Za-z0-9.\-_~]+(?::([0-9]{1,5}))?(?:[/?#][!-~]*)?\Z").match
+
+
 def check_url(url: str) -> str:
-    """Return `url` unchanged if it can be crawled, else raise `InvalidURL` naming the problem."""
+    """Return `url` unchanged if it can be crawled, else raise `InvalidURL` naming the problem.
+
+    Example:
+        >>> check_url("https://example.com/a?b=1")
+        'https://example.com/a?b=1'
+        >>> check_url("https://example.com:0/")
+        Traceback (most recent call last):
+        ...
+        mocra_core._errors.InvalidURL: invalid URL 'https://example.com:0/': port 0
+    """
     if not isinstance(url, str):
         raise InvalidURL(repr(url), f"expected a str, got {type(url).__name__}")
+    if is_plain_url(url):
+        return url  # `_check_parts` would find an http(s) scheme, a host, a valid port and no whitespace
+    return _check_parts(url)
+
+
+def is_plain_url(url: str) -> bool:
+    """Whether `url` has the common shape `check_url` accepts without splitting it (see `_PLAIN_URL`)."""
+    plain = _PLAIN_URL(url)
+    return plain is not None and (plain.group(1) is None or 0 < int(plain.group(1)) < 65536)
+
+
+def _check_parts(url: str) -> str:
     try:
         parts = urlsplit(url)
         port = parts.port

@@ -18,6 +18,7 @@ __all__ = (
     "clean_href",
     "escape_url",
     "fingerprint",
+    "host_of",
     "join_url",
     "needs_escape",
 )
@@ -28,6 +29,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 # The common shape, `scheme://host[:port]/path?query#fragment`, split in one regex match (urlsplit costs
 # ~6x more); IPv6 literals and anything else go through urlsplit.
 _SPLIT = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\[\]]*)(/[^?#]*)?(?:\?([^#]*))?(?:#|\Z)").match
+# `scheme://host[:port]` then the end or `/?#`, the host in plain ASCII (no user info, no IPv6 literal).
+_PLAIN_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([A-Za-z0-9.\-_~]*)(?::[0-9]*)?(?:[/?#]|\Z)").match
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 # Output alphabet of a canonical path: unreserved, sub-delims, ":", "@", "/" and %XX escapes.
@@ -186,6 +189,22 @@ def fingerprint(method: str, url: str, body: bytes | None) -> bytes:
         h.update(b"\n")
         h.update(hashlib.blake2b(body, digest_size=16).digest())
     return h.digest()
+
+
+def host_of(url: str) -> str:
+    """The lower-cased host of `url`, as `urlsplit(url).hostname or ""` finds it (a plain URL is not split).
+
+    Example:
+        >>> host_of("https://Shop.Example.com:8443/a"), host_of("http://user@[::1]:80/"), host_of("mailto:x")
+        ('shop.example.com', '::1', '')
+    """
+    plain = _PLAIN_HOST(url)
+    if plain is not None:
+        return plain.group(1).lower()
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 class BaseURL:

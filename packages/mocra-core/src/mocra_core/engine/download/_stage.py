@@ -17,13 +17,13 @@ import time
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import anyio
 import msgspec
 
 from ..._errors import DownloadError, HopRefused
 from ...http import Routed
+from ...http._url import host_of
 from ...modules import LoginFailed
 from ...topics import REQUESTS
 from .._transient import TRANSIENT, retry_later
@@ -255,7 +255,7 @@ class DownloadStage:
         except LoginFailed as exc:
             await self._dead_letter(delivery, module, routing, str(exc))
             return None
-        domain = urlsplit(request.url).hostname or ""
+        domain = host_of(request.url)
         if self._throttle is not None and domain not in self._paced:
             self._paced.add(domain)
             self._set_delay(domain, self._throttle.delay(domain))

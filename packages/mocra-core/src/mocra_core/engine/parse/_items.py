@@ -73,6 +73,7 @@ class ItemWriter:
 
     def __init__(self, sink: DataSink, chain: MiddlewareChain, stats: Stats, settings: SinkSettings) -> None:
         self._sink = sink
+        self._fenced = sink if isinstance(sink, FencedSink) else None  # a protocol check is slow: once
         self._chain = chain
         self._stats = stats
         self._settings = settings
@@ -226,8 +227,8 @@ class ItemWriter:
         items = [item for item, _ in chunk]
         fences = [fence for _, fence in chunk]
         lost = 0
-        if isinstance(self._sink, FencedSink) and any(fence is not None for fence in fences):
-            lost = await self._sink.write_fenced(items, fences)
+        if self._fenced is not None and any(fence is not None for fence in fences):
+            lost = await self._fenced.write_fenced(items, fences)
         else:
             await self._sink.write(items)
         self._stats.items += len(chunk) - lost
