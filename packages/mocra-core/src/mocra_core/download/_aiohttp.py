@@ -136,7 +136,7 @@ class AiohttpDownloader(PooledDownloader[str | None]):
             connector=aiohttp.TCPConnector(limit=settings.max_connections, ssl=tls),
             cookie_jar=aiohttp.DummyCookieJar(),  # cookies are ours, per session
             auto_decompress=False,  # decoded by BodyDecoder, under the size cap
-            # the pool wait and the whole exchange are bounded by the total timeout (anyio's)
+            # the pool wait and the whole exchange are bounded by the total timeout (`_within`)
             timeout=aiohttp.ClientTimeout(
                 total=None,
                 connect=None,
