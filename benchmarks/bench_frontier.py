@@ -1,6 +1,6 @@
 """Measure the frontier at scale: peak RSS and bytes per URL for 1 million queued requests.
 
-Run: `uv run python benchmarks/bench_frontier.py [--n 1000000] [--batch 1000] [--variants memory,lmdb]`
+Run: `uv run python benchmarks/bench_frontier.py [--n 1000000] [--batch 1000] [--variants V,V] [--drain N]`
 
 Pushes N distinct `Request`s through the engine's `Frontier` (depth check, dedup in the seen-set, publish
 to the request queue) in batches, as parse workers do, then drains the queue (consume + ack in batches of
@@ -82,8 +82,8 @@ def default_backends(*, approximate: bool) -> tuple[Any, Any]:
     return plan.make_queue(), plan.make_seen(plan.make_coordination())
 
 
-async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, Any]:
-    """Push `n` requests through a Frontier, then drain the queue; return the measurements."""
+async def run_variant(variant: str, n: int, batch: int, tmp: str, drain: int) -> dict[str, Any]:
+    """Push `n` requests through a Frontier, then drain `drain` of them; return the measurements."""
     from mocra_core.dedup import LmdbSeenSet, MemorySeenSet, SeenSet
     from mocra_core.engine import EngineCodec
     from mocra_core.engine._frontier import REQUESTS, Frontier
@@ -122,13 +122,21 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
     peak_after_push = peak_rss_mb()
     pending = await queue.pending(REQUESTS)
     disk = dir_size(tmp)
+    sys.stderr.write(
+        f"pushed {n:,} in {push_s:.0f} s ({n / push_s:,.0f}/s), peak RSS {peak_after_push:,.0f} MB "
+        f"(anon {pushed['RssAnon']:,.0f}, file {pushed['RssFile']:,.0f})\n"
+    )
     t1 = time.perf_counter()
     drained = 0
-    while True:
-        deliveries = await queue.consume(REQUESTS, group="download", max_messages=batch, wait=0)
+    while drained < drain:
+        deliveries = await queue.consume(
+            REQUESTS, group="download", max_messages=min(batch, drain - drained), wait=0
+        )
         if not deliveries:
             break
         drained += len(deliveries)
+        if drained % 1_000_000 < len(deliveries):
+            sys.stderr.write(f"drained {drained:,}: {drained / (time.perf_counter() - t1):,.0f}/s so far\n")
         await queue.ack(deliveries)
     drain_s = time.perf_counter() - t1
     drained_rss = rss_parts()
@@ -160,10 +168,10 @@ async def run_variant(variant: str, n: int, batch: int, tmp: str) -> dict[str, A
     }
 
 
-def child(variant: str, n: int, batch: int) -> None:
+def child(variant: str, n: int, batch: int, drain: int) -> None:
     """Run one variant in this process and print its result as JSON."""
     with tempfile.TemporaryDirectory(prefix="bench_frontier_") as tmp:
-        result = anyio.run(run_variant, variant, n, batch, tmp)
+        result = anyio.run(run_variant, variant, n, batch, tmp, drain)
     say(json.dumps(result))
 
 
@@ -173,10 +181,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000, help="distinct requests to push")
     ap.add_argument("--batch", type=int, default=1000, help="requests per submit (and per consume)")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
+    ap.add_argument("--drain", type=int, help="drain only this many (default: all)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    drain = args.n if args.drain is None else args.drain
     if args.child:
-        child(args.child, args.n, args.batch)
+        child(args.child, args.n, args.batch, drain)
         return
     python = sys.version.split()[0]
     say(f"{args.n:,} distinct requests, submitted in batches of {args.batch:,}; Python {python}")
@@ -189,9 +199,10 @@ def main() -> None:
     say("|---|---|---|---|---|---|---|---|---|---|---|")
     for variant in args.variants.split(","):
         cmd = [sys.executable, __file__, "--child", variant, "--n", str(args.n), "--batch", str(args.batch)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        cmd += ["--drain", str(drain)]
+        out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
         r = json.loads(out.strip().splitlines()[-1])
-        if r["admitted"] != args.n or r["drained"] != args.n:
+        if r["admitted"] != args.n or r["drained"] != drain:
             raise SystemExit(f"{variant}: admitted {r['admitted']}, drained {r['drained']} of {args.n}")
         say(
             f"| {variant} | {r['rss_before_mb']:,.0f} | {r['peak_rss_after_push_mb']:,.0f} "
