@@ -120,6 +120,7 @@ async def test_refused_connection_is_a_download_error_not_a_timeout(
     assert url in str(info.value)
     assert info.value.request is not None and info.value.request.url == url
     assert info.value.__cause__ is not None
+    assert info.value.retryable
 
 
 @pytest.fixture
@@ -148,6 +149,7 @@ async def test_connect_timeout(make_downloader: MakeDownloader, unaccepting_port
     with anyio.fail_after(5), pytest.raises(DownloadTimeout, match="timed out") as info:
         await make_downloader(connect_timeout=0.2).download(Request(url))
     assert url in str(info.value)
+    assert info.value.retryable and info.value.request is not None
 
 
 async def test_read_timeout_waiting_for_headers(make_downloader: MakeDownloader) -> None:
