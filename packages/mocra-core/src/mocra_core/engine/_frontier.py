@@ -74,32 +74,44 @@ class Frontier:
             self._stats.drop("max_depth", len(requests))
             return ()
         if self._seen is not None:
-            checked = [r for r in requests if not r.dont_filter]
-            if checked:
-                keys = [_seen_key(r, scope) for r in checked]
-                fresh = await self._seen.add_if_absent(keys)
-                duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
-                if duplicates and redelivered:
-                    again = [(r, k) for r, k, new in zip(checked, keys, fresh, strict=True) if not new]
-                    duplicates = {id(r) for r, k in again if k in self._requeued}
-                    self._requeued.update(k for _, k in again)
-                if duplicates:
-                    self._stats.drop("duplicate", len(duplicates))
-                    requests = [r for r in requests if id(r) not in duplicates]
+            requests = await self._unseen(requests, scope, redelivered)
+            if not requests:
+                return ()
+        priority = requests[0].priority
+        if all(request.priority == priority for request in requests):  # the common case: one lane
+            batch = [Routed(request, routing) for request in requests]
+            await self._queue.publish(REQUESTS, batch, key=key, priority=priority)
+            return requests
         by_priority: defaultdict[int, list[Routed]] = defaultdict(list)
         for request in requests:
             by_priority[request.priority].append(Routed(request, routing))
-        if len(by_priority) == 1:
-            [(priority, batch)] = by_priority.items()
-            await self._queue.publish(REQUESTS, batch, key=key, priority=priority)
-        else:  # lanes side by side: a broker round trip each, and a higher lane is often the crawl's spine
-            try:
-                async with anyio.create_task_group() as tg:
-                    for priority, batch in by_priority.items():
-                        publish = functools.partial(self._queue.publish, key=key, priority=priority)
-                        tg.start_soon(publish, REQUESTS, batch)
-            except ExceptionGroup as group:  # callers tell outages from bugs by the exception's type
-                raise group.exceptions[0] from None
+        try:  # lanes side by side: a broker round trip each, and a higher lane is often the crawl's spine
+            async with anyio.create_task_group() as tg:
+                for lane, lane_batch in by_priority.items():
+                    publish = functools.partial(self._queue.publish, key=key, priority=lane)
+                    tg.start_soon(publish, REQUESTS, lane_batch)
+        except ExceptionGroup as group:  # callers tell outages from bugs by the exception's type
+            raise group.exceptions[0] from None
+        return requests
+
+    async def _unseen(self, requests: Sequence[Request], scope: str, redelivered: bool) -> Sequence[Request]:
+        """`requests` less the duplicates (those seen before in `scope`, `dont_filter` ones never)."""
+        assert self._seen is not None
+        checked = [r for r in requests if not r.dont_filter]
+        if not checked:
+            return requests
+        keys = [seen_key(r.fingerprint, scope) for r in checked]
+        fresh = await self._seen.add_if_absent(keys)
+        if all(fresh):
+            return requests
+        duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
+        if redelivered:
+            again = [(r, k) for r, k, new in zip(checked, keys, fresh, strict=True) if not new]
+            duplicates = {id(r) for r, k in again if k in self._requeued}
+            self._requeued.update(k for _, k in again)
+        if duplicates:
+            self._stats.drop("duplicate", len(duplicates))
+            return [r for r in requests if id(r) not in duplicates]
         return requests
 
 
@@ -128,10 +140,6 @@ def seen_key(fingerprint: bytes, scope: str) -> bytes:
     hasher = _scope_hasher(scope).copy()  # a copy of the keyed state: the key block is not hashed again
     hasher.update(fingerprint)
     return hasher.digest()
-
-
-def _seen_key(request: Request, scope: str) -> bytes:
-    return seen_key(request.fingerprint, scope)
 
 
 @functools.lru_cache(maxsize=1024)

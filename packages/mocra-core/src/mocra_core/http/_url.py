@@ -181,14 +181,10 @@ def fingerprint(method: str, url: str, body: bytes | None) -> bytes:
         >>> fingerprint("GET", url, None) == fingerprint("POST", url, None)
         False
     """
-    h = hashlib.blake2b(digest_size=16)
-    h.update(method.encode())
-    h.update(b" ")
-    h.update(canonicalize_url(url).encode())
+    head = f"{method} {canonicalize_url(url)}".encode()  # one hash over `method SP url [LF body-hash]`
     if body:
-        h.update(b"\n")
-        h.update(hashlib.blake2b(body, digest_size=16).digest())
-    return h.digest()
+        head += b"\n" + hashlib.blake2b(body, digest_size=16).digest()
+    return hashlib.blake2b(head, digest_size=16).digest()
 
 
 def host_of(url: str) -> str:
