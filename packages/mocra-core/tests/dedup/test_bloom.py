@@ -139,11 +139,13 @@ async def test_redis_workers_agree_and_the_first_fixes_the_parameters(namespace:
     assert 0.99 * 6_000 < sum(answers) <= 6_000
     async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
         capacity, rate = await raw.hmget(f"{namespace}:seen", ["capacity", "rate"])
-    assert (int(capacity), float(rate)) in {(1_000, 0.001), (50_000, 0.1)}
+    assert (capacity, rate) in {(b"1000", b"0.001"), (b"50000", b"0.1")}
 
 
 def test_the_settings_choose_the_approximate_sets_where_they_apply() -> None:
-    approximate = {"dedup": {"approximate": True, "capacity": 5_000, "false_positive_rate": 0.01}}
+    approximate: dict[str, object] = {
+        "dedup": {"approximate": True, "capacity": 5_000, "false_positive_rate": 0.01}
+    }
     plan = BackendPlan.decide(Settings.from_mapping(approximate), job="j")
     memory = plan.make_seen(plan.make_coordination())
     assert repr(memory) == "MemoryBloomSeenSet(capacity=5000, false_positive_rate=0.01)"

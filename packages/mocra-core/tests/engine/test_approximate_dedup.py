@@ -49,7 +49,7 @@ async def test_each_page_is_fetched_once(builder: MocraBuilder, server: LocalSer
     if queue == "redis":
         options.append(f"queue.url={REDIS_URL}")
     items: list[str] = []
-    keys: list[bytes] = []
+    keys: list[bytes | str] = []
     try:
         result = (
             await builder.set(*options)
