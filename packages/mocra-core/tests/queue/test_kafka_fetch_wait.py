@@ -41,13 +41,13 @@ def test_the_wait_stays_short_while_answers_bring_records_behind_or_not() -> Non
     wait = FetchWait(low=0.01, high=1.0)
     assert wait.observe({}) == 0.01
     assert wait.observe({A: lag(None, None, 0)}) == 0.01  # not fetched yet
-    for step in range(1, 20):  # far behind, and each answer brings a hundred records or more
-        assert wait.observe({A: lag(10_000, step, step * 100), B: lag(3, step, 3)}) == 0.01
+    for step in range(1, 20):  # far behind, and each answer brings SHORT_ANSWER records or more
+        assert wait.observe({A: lag(100_000, step, step * SHORT_ANSWER), B: lag(3, step, 3)}) == 0.01
     assert wait.behind
     for _ in range(20):  # no new answer meanwhile (a fetch in flight)
-        wait.observe({A: lag(10_000, 20, 1_900)})
+        wait.observe({A: lag(100_000, 20, 19 * SHORT_ANSWER)})
     assert wait.seconds == 0.01
-    assert wait.observe({A: lag(1_900, 21, 1_900)}) == 0.01
+    assert wait.observe({A: lag(19 * SHORT_ANSWER, 21, 19 * SHORT_ANSWER)}) == 0.01
     assert not wait.behind
 
 
@@ -68,8 +68,8 @@ def test_short_answers_count_only_in_a_row_and_only_far_behind() -> None:
     wait.observe({A: lag(5_000, 1, 0)})
     polled = 2
     for _ in range(10):  # short, short, then one with records: never three in a row
-        for got in (0, 0, 500):
-            wait.observe({A: lag(5_000 + polled * 500, polled, got + wait._seen[A].next)})
+        for got in (0, 0, SHORT_ANSWER):
+            wait.observe({A: lag(5_000 + polled * SHORT_ANSWER, polled, got + wait._seen[A].next)})
             polled += 1
     assert wait.seconds == 0.01
     for polled in range(100, 110):  # behind by less than SHORT_ANSWER: a short answer says nothing

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ("SHORT_ANSWER", "SHORT_LIMIT", "FetchWait", "PartitionLag")
 
-SHORT_ANSWER = 100  # records a fetch answer brings at least, for a partition at least this far behind
+SHORT_ANSWER = 500  # records an answer brings at least (a reader's getmany), for a partition this far behind
 SHORT_LIMIT = 3  # short answers in a row, for one partition, before the wait doubles
 
 
