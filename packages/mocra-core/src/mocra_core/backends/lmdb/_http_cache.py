@@ -206,7 +206,7 @@ class HttpCacheStore:
 
     async def _read(self, key: bytes) -> bytes | None:
         # A read is a memory-mapped lookup (microseconds): done here when no write holds the lock, as a
-        # thread hop costs 50 times more (`benchmarks/README.md`, "HTTP cache"); in a thread otherwise.
+        # thread hop cost ~30 times more (`benchmarks/README.md`, "HTTP cache"); in a thread otherwise.
         shared = self._shared
         if shared is None:
             raise RuntimeError(f"the HTTP cache {self.path!r} is closed")
