@@ -15,6 +15,7 @@ from .._errors import InvalidURL
 __all__ = ("Request", "RequestRecord")
 
 _JSON = msgspec.json.Encoder()
+_UPPER_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
 _NO_META: Mapping[str, Any] = {}
 
 ParamValue = str | int | float | bool | None
@@ -161,10 +162,9 @@ class Request:
         if params:
             url = _add_params(url, params)
         self.url = check_url(url)
-        self.method = method.upper()
+        self.method = method if method in _UPPER_METHODS else method.upper()  # shares the common strings
         self.headers: dict[str, str] = dict(headers) if headers else {}
-        given = sum(x is not None for x in (body, json, form))
-        if given > 1:
+        if (body is not None) + (json is not None) + (form is not None) > 1:
             raise ValueError("give at most one of body, json and form")
         if json is not None:
             body = _JSON.encode(json)
