@@ -9,7 +9,7 @@ import pytest
 
 from mocra_core._errors import InvalidURL
 from mocra_core.http._request import _check_parts, check_url, is_plain_url
-from mocra_core.http._url import host_of
+from mocra_core.http._url import _IS_CANONICAL, _canonicalize, canonicalize_url, host_of
 
 SCHEMES = ("http", "https", "HTTP", "ftp", "a+b", "1x", "")
 HOSTS = ("example.com", "Shop.Example.COM", "a_b~c", ".", "", "u@h", "[::1]", "[::1", "ho st", "bü.de", "h\t")
@@ -60,3 +60,37 @@ def test_host_of_is_urlsplit_hostname(chunk: int) -> None:
         except ValueError:
             expected = ""
         assert host_of(url) == expected, url
+
+
+CANONICAL_CASES = (
+    "http://example.com",
+    "http://example.com/",
+    "https://example.com/a/b.html",
+    "http://127.0.0.1/items/1.html",
+    "http://h/a/./b",
+    "http://h/a/../b",
+    "http://h/.hidden",
+    "http://h/a%2fb",
+    "http://h/a%7E",
+    "http://H/a",
+    "HTTP://h/a",
+    "http://h:80/a",
+    "http://h/a b",
+    "http://h/é",
+    "http://h/a?b=1",
+    "http://h/a#f",
+    "http://u@h/a",
+    "http://h/a;p=1,2@x:y",
+    "http://xn--bcher-kva.de/~user",
+)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_canonicalize_url_fast_path_agrees_with_the_full_rules(chunk: int) -> None:
+    for url in [*CANONICAL_CASES, *URLS][chunk::4]:
+        assert canonicalize_url(url) == _canonicalize(url), url
+
+
+def test_canonicalize_url_fast_path_takes_canonical_urls() -> None:
+    for url in ("http://example.com/a/b.html", "https://127.0.0.1/items/1.html", "http://h"):
+        assert _IS_CANONICAL(url) is not None

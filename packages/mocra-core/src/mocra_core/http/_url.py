@@ -29,6 +29,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 # The common shape, `scheme://host[:port]/path?query#fragment`, split in one regex match (urlsplit costs
 # ~6x more); IPv6 literals and anything else go through urlsplit.
 _SPLIT = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#\[\]]*)(/[^?#]*)?(?:\?([^#]*))?(?:#|\Z)").match
+# A URL already in canonical form: lower-case http(s) and host, no port, user info, query or fragment, a path
+# of canonical characters without escapes (and, checked apart, without dot segments).
+_IS_CANONICAL = re.compile(r"https?://[a-z0-9.\-]+(/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*)?\Z").match
 # `scheme://host[:port]` then the end or `/?#`, the host in plain ASCII (no user info, no IPv6 literal).
 _PLAIN_HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([A-Za-z0-9.\-_~]*)(?::[0-9]*)?(?:[/?#]|\Z)").match
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -147,6 +150,14 @@ def canonicalize_url(url: str) -> str:
         ...     "https://xn--bcher-kva.de:443/~user/€?q=a%20b")
         True
     """
+    plain = _IS_CANONICAL(url)
+    if plain is not None and "/." not in url:
+        return url if plain.group(1) else url + "/"
+    return _canonicalize(url)
+
+
+def _canonicalize(url: str) -> str:
+    """`canonicalize_url` by the full rules (no fast path)."""
     url = url.strip(_C0_SPACE)
     if "\t" in url or "\n" in url or "\r" in url:
         url = url.translate(_TAB_NEWLINE)
