@@ -81,13 +81,15 @@ async def run(kind: str, args: argparse.Namespace) -> None:
         false = 0
         for i in range(0, len(probes), args.batch):
             false += sum(not new for new in await seen.add_if_absent(probes[i : i + args.batch]))
+        if isinstance(seen, RedisBloomSeenSet):
+            keys = [*await seen.keys()]  # the probes may have started a filter
         say(
             f"| {kind} | {args.start:,}–{total:,} | {args.n / busy:,.0f} | {busy / args.n * 1e6:.2f} "
             f"| {added:,} | {used / 1e6:,.1f} | {used / total:.2f} | {missed} | {false / args.probe:.5f} "
             f"| {await seen.count():,} |"
         )
         if not args.keep:
-            redis.Redis.from_url(URL).delete(*keys)  # the probes started no filter: these are all
+            redis.Redis.from_url(URL).delete(*keys)
 
 
 def main() -> None:

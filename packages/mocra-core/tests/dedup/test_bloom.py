@@ -185,3 +185,12 @@ def test_a_cluster_keeps_an_approximate_seen_set_on_its_redis() -> None:
     assert on_nats.seen is not None and on_nats.seen.kind == "cluster"  # no Redis: the Raft state's exact set
     exact = BackendPlan.decide(Settings.from_mapping({"queue": {"url": REDIS_URL}}), job="j", cluster=node)
     assert exact.seen is not None and exact.seen.kind == "cluster"
+
+
+async def test_a_new_series_ignores_what_a_deleted_one_left(namespace: str) -> None:
+    """A filter is started on fresh zeros even where a series deleted by its hash alone left segments."""
+    async with RedisBloomSeenSet(REDIS_URL, namespace=namespace, capacity=100) as seen:
+        await seen.add_if_absent([fp(n) for n in range(300)])  # filters 0 and 1
+        async with redis.asyncio.Redis.from_url(REDIS_URL) as raw:
+            await raw.delete(seen.name)  # only the hash: the segments stay
+        assert sum(await seen.add_if_absent([fp(n) for n in range(300)])) > 290  # stale bits: ~200

@@ -138,7 +138,8 @@ while i <= #pending do
       pending, i = missing, 1
     end
     local cap, _, _, segments, m = layout(nf, cap0, rate)
-    for s = 0, segments - 1 do
+    for s = 0, segments - 1 do  -- a fresh string of zeros, whatever a deleted series left there
+      redis.call('DEL', meta .. ':' .. nf .. ':' .. s)
       redis.call('SETRANGE', meta .. ':' .. nf .. ':' .. s, math.ceil(m / 8) - 1, '\\0')
     end
     nf, room = nf + 1, cap
