@@ -42,6 +42,7 @@ cg_clear() {  # remove the workers' cgroups (moving any process still in one bac
 }
 cleanup() { if [ "$CAPPED" = 1 ]; then cg_clear; rmdir "$CG" 2>/dev/null || true; fi; }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # so that the EXIT trap removes the cgroups on Ctrl-C or kill too
 
 cg_make() {  # cg_make PROCS CAP%: one cgroup per worker, w0 … w(PROCS-1), each capped at CAP% of a CPU
   local k
