@@ -23,6 +23,8 @@ DISCOVERY_MIN = 0.005
 """Seconds before a lease that follows one that found only busy domains; doubles each time."""
 DISCOVERY_MAX = 1.0
 """Cap on that pause (seconds)."""
+_STREAK_CAP = math.ceil(math.log2(DISCOVERY_MAX / DISCOVERY_MIN)) + 1
+"""The streak past which the pause no longer grows (kept there: `2 ** streak` would overflow a float)."""
 
 
 class LeasePace:
@@ -76,7 +78,7 @@ class LeasePace:
         else:
             self._scanned += self._last_size
             if self._scanned > queues.total_cap:
-                self._streak += 1
+                self._streak = min(self._streak + 1, _STREAK_CAP)
         queues.fruitful = False
         self._last_size = size
         self._last_lease = self._clock()
