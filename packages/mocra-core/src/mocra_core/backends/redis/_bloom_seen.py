@@ -6,25 +6,19 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from ..._errors import redact
-from ..._gather import Gather
 from ...dedup._bloom import filter_layout
-from ...dedup._errors import SeenSetError
 from ...dedup._seen_set import check_fingerprints
 from ._bloom_lua import ADD_IF_ABSENT, CONTAINS
-from ._connection import RedisResource, connect_redis, redis_failure
+from ._connection import redis_failure
+from ._script_seen import ScriptSeenSet
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from redis.asyncio import Redis
 
 __all__ = ("RedisBloomSeenSet",)
 
-_NEW = ord("1")
 
-
-class RedisBloomSeenSet(RedisResource):
+class RedisBloomSeenSet(ScriptSeenSet):
     """A seen set on Redis that may take a new fingerprint for seen, never the reverse; shared by workers.
 
     A scalable Bloom filter (`mocra_core.dedup._bloom`): filters of bits in Redis strings
@@ -69,7 +63,7 @@ class RedisBloomSeenSet(RedisResource):
         3
     """
 
-    __slots__ = ("_add", "_adds", "_args", "_closed", "_contains", "_key", "_lent", "_redis", "_url", "name")
+    __slots__ = ("_contains",)
 
     def __init__(
         self,
@@ -81,58 +75,14 @@ class RedisBloomSeenSet(RedisResource):
         false_positive_rate: float = 0.001,
         client: Redis | None = None,
     ) -> None:
-        if not namespace or not key:
-            raise ValueError("namespace and key must not be empty")
         if capacity < 1 or not 0 < false_positive_rate <= 0.5:
             raise ValueError(
                 f"expected capacity >= 1 and 0 < false_positive_rate <= 0.5, "
                 f"got {capacity!r} and {false_positive_rate!r}"
             )
-        self._url = url
-        self.name = f"{namespace}:{key}"
-        self._key = self.name.encode()
-        self._args = (str(capacity).encode(), repr(float(false_positive_rate)).encode())
-        self._redis = client if client is not None else connect_redis(url)
-        self._lent = client is not None
-        self._add = self._redis.register_script(ADD_IF_ABSENT)
+        args = (str(capacity).encode(), repr(float(false_positive_rate)).encode())
+        super().__init__(url, namespace=namespace, key=key, client=client, script=ADD_IF_ABSENT, args=args)
         self._contains = self._redis.register_script(CONTAINS)
-        self._adds: Gather[bytes, bytes] = Gather(self._add_all)
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"RedisBloomSeenSet({redact(self._url)!r}, key={self.name!r})"
-
-    def _open(self) -> Redis:
-        if self._closed:
-            raise SeenSetError(f"{redact(self._url)} {self.name}", "closed")
-        return self._redis
-
-    async def add_if_absent(self, fingerprints: Sequence[bytes]) -> list[bool]:
-        """Add the fingerprints in one script; return, per fingerprint, whether it was new.
-
-        Raises:
-            ValueError: a fingerprint is not 16 bytes long (nothing is added).
-            BackendError: Redis failed or cannot be reached (assume nothing was added).
-        """
-        check_fingerprints(fingerprints)
-        if not fingerprints:
-            return []
-        self._open()
-        try:
-            new = await self._adds(b"".join(fingerprints))
-        except RedisError as exc:
-            raise redis_failure(self._url, exc) from exc
-        return [n == _NEW for n in new]
-
-    async def _add_all(self, batches: list[bytes]) -> list[bytes]:
-        """One script for concurrent batches; each gets its part of the answer (one byte per fingerprint)."""
-        new: bytes = await self._add([self._key], [b"".join(batches), *self._args])
-        parts, start = [], 0
-        for batch in batches:
-            end = start + len(batch) // 16
-            parts.append(new[start:end])
-            start = end
-        return parts
 
     async def contains(self, fingerprint: bytes) -> bool:
         """Return whether `fingerprint` is (probably) in the set: `False` is certain, `True` may be wrong."""

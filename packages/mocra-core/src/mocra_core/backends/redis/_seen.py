@@ -6,15 +6,11 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from ..._errors import redact
-from ..._gather import Gather
-from ...dedup._errors import SeenSetError
 from ...dedup._seen_set import check_fingerprints
-from ._connection import RedisResource, connect_redis, redis_failure
+from ._connection import redis_failure
+from ._script_seen import ScriptSeenSet
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from redis.asyncio import Redis
 
 __all__ = ("RedisSeenSet",)
@@ -27,10 +23,9 @@ local batch, new = ARGV[1], {}
 for i = 1, #batch, 16 do new[#new + 1] = redis.call('SADD', KEYS[1], string.sub(batch, i, i + 15)) end
 return table.concat(new)
 """
-_NEW = ord("1")
 
 
-class RedisSeenSet(RedisResource):
+class RedisSeenSet(ScriptSeenSet):
     """A seen-set kept in the Redis set `{namespace}:{key}`, so workers on many hosts dedup together.
 
     `add_if_absent` sends a whole batch as one Lua script (one round trip, the fingerprints joined into
@@ -73,56 +68,12 @@ class RedisSeenSet(RedisResource):
         1
     """
 
-    __slots__ = ("_add", "_adds", "_closed", "_key", "_lent", "_redis", "_url", "name")
+    __slots__ = ()
 
     def __init__(
         self, url: str, *, namespace: str = "mocra", key: str = "seen", client: Redis | None = None
     ) -> None:
-        if not namespace or not key:
-            raise ValueError("namespace and key must not be empty")
-        self._url = url
-        self.name = f"{namespace}:{key}"
-        self._key = self.name.encode()
-        self._redis = client if client is not None else connect_redis(url)
-        self._lent = client is not None
-        self._add = self._redis.register_script(_ADD_IF_ABSENT)
-        self._adds: Gather[bytes, bytes] = Gather(self._add_all)
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"RedisSeenSet({redact(self._url)!r}, key={self.name!r})"
-
-    def _open(self) -> Redis:
-        if self._closed:
-            raise SeenSetError(f"{redact(self._url)} {self.name}", "closed")
-        return self._redis
-
-    async def add_if_absent(self, fingerprints: Sequence[bytes]) -> list[bool]:
-        """Add the fingerprints in one script; return, per fingerprint, whether it was new.
-
-        Raises:
-            ValueError: a fingerprint is not 16 bytes long (nothing is added).
-            BackendError: Redis failed or cannot be reached (assume nothing was added).
-        """
-        check_fingerprints(fingerprints)
-        if not fingerprints:
-            return []
-        self._open()
-        try:
-            new = await self._adds(b"".join(fingerprints))
-        except RedisError as exc:
-            raise redis_failure(self._url, exc) from exc
-        return [n == _NEW for n in new]
-
-    async def _add_all(self, batches: list[bytes]) -> list[bytes]:
-        """One script for concurrent batches; each gets its part of the answer (one byte per fingerprint)."""
-        new: bytes = await self._add([self._key], [b"".join(batches)])
-        parts, start = [], 0
-        for batch in batches:
-            end = start + len(batch) // 16
-            parts.append(new[start:end])
-            start = end
-        return parts
+        super().__init__(url, namespace=namespace, key=key, client=client, script=_ADD_IF_ABSENT)
 
     async def contains(self, fingerprint: bytes) -> bool:
         """Return whether `fingerprint` is in the set."""
