@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.to_thread
 import lmdb
+from anyio.abc import AsyncResource
 
 from ...dedup._errors import SeenSetError
 from ...dedup._seen_set import check_fingerprints
@@ -18,8 +19,6 @@ from ._resident import ResidentPages
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import TracebackType
-    from typing import Self
 
 __all__ = ("LmdbSeenSet",)
 
@@ -27,7 +26,7 @@ _T = TypeVar("_T")
 _OPEN_PATHS: set[str] = set()  # LMDB forbids opening one environment twice in a process
 
 
-class LmdbSeenSet:
+class LmdbSeenSet(AsyncResource):
     """A seen-set kept in an LMDB environment (a directory), so a resumed crawl skips what it saw.
 
     Keys are the fingerprints, values empty. Each `add_if_absent` batch is one write transaction
@@ -120,17 +119,6 @@ class LmdbSeenSet:
                 await anyio.to_thread.run_sync(_sync_and_close, env, limiter=self._limiter)
         finally:
             self._release_path()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"LmdbSeenSet({self._path!r})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from anyio.abc import AsyncResource
 from rbloom import Bloom
 
 from ...dedup._bloom import filter_layout
@@ -11,13 +12,11 @@ from ...dedup._seen_set import check_fingerprints
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from types import TracebackType
-    from typing import Self
 
 __all__ = ("MemoryBloomSeenSet",)
 
 
-class MemoryBloomSeenSet:
+class MemoryBloomSeenSet(AsyncResource):
     """A seen set in this process's memory that may take a new fingerprint for seen, never the reverse.
 
     A scalable Bloom filter (`mocra_core.dedup._bloom`): a series of `rbloom.Bloom` filters, the first
@@ -118,17 +117,6 @@ class MemoryBloomSeenSet:
     async def aclose(self) -> None:
         """Free the filters; the set is empty afterwards."""
         self._reset()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"MemoryBloomSeenSet(capacity={self._capacity}, false_positive_rate={self._rate})"

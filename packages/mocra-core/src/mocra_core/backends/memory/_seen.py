@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
+from anyio.abc import AsyncResource
 
 from ...dedup._seen_set import check_fingerprints
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from types import TracebackType
-    from typing import Self
 
 __all__ = ("MemorySeenSet",)
 
@@ -33,7 +32,7 @@ def _keys(fingerprints: Sequence[bytes]) -> array[int]:
     return keys
 
 
-class MemorySeenSet:
+class MemorySeenSet(AsyncResource):
     """A seen-set in this process's memory, 11-23 bytes per fingerprint; lost when the process ends.
 
     Each fingerprint is reduced to its first 64 bits and kept in an open-addressing table (linear
@@ -123,17 +122,6 @@ class MemorySeenSet:
     async def aclose(self) -> None:
         """Free the table; the set is empty afterwards."""
         self._reset()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _grow(self, needed: int) -> None:
         """Rehash into a table big enough for `needed` keys; the old table stays valid until the swap."""
