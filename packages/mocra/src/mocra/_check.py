@@ -20,6 +20,7 @@ from mocra_core.modules import compile_module
 
 from ._contracts import Contracts, Output, contract_lines, parse_contracts
 from ._run import load_spiders
+from ._settings_args import add_settings_arguments, load_settings
 
 if TYPE_CHECKING:
     import argparse
@@ -173,9 +174,7 @@ async def _fetch_and_parse(
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from mocra_core.config import load
-
-    settings = load(args.config, overrides=args.set)
+    settings = load_settings(args)
     crawls = load_spiders(args.path, names=args.spider or None)
     targets = find_targets(crawls, source=args.path)
     if not targets:
@@ -206,13 +205,5 @@ def add_check_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument(
         "--spider", action="append", help="only the spider or module with this name (repeatable)"
     )
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a setting (repeatable)",
-    )
-    parser.add_argument("-c", "--config", help="a TOML settings file")
+    add_settings_arguments(parser)
     parser.set_defaults(func=_cmd_check)

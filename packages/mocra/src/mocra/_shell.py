@@ -23,6 +23,8 @@ import anyio.from_thread
 
 from mocra_core import Request, Response
 
+from ._settings_args import add_settings_arguments, load_settings
+
 if TYPE_CHECKING:
     import argparse
 
@@ -178,9 +180,7 @@ def run_shell(
 
 
 def _cmd_shell(args: argparse.Namespace) -> int:
-    from mocra_core.config import load
-
-    settings = load(args.config, overrides=args.set)
+    settings = load_settings(args)
     return run_shell(args.url, settings, expression=args.eval, ipython=not args.python, stream=sys.stdout)
 
 
@@ -208,13 +208,5 @@ def add_shell_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument(
         "--python", action="store_true", help="use the standard Python shell even when IPython is installed"
     )
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a setting (repeatable)",
-    )
-    parser.add_argument("-c", "--config", help="a TOML settings file")
+    add_settings_arguments(parser)
     parser.set_defaults(func=_cmd_shell)

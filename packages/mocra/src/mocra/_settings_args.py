@@ -1,0 +1,36 @@
+"""The `-s KEY=VALUE` and `-c FILE` options of `mocra shell` and `mocra check`, and the settings they name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from mocra_core import Settings
+
+__all__ = ("add_settings_arguments", "load_settings")
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add `-s/--set KEY=VALUE` (repeatable) and `-c/--config FILE` to `parser`."""
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting (repeatable)",
+    )
+    parser.add_argument("-c", "--config", help="a TOML settings file")
+
+
+def load_settings(args: argparse.Namespace) -> Settings:
+    """The settings `args` name: the `--config` file (or the defaults) with the `--set` overrides.
+
+    Raises:
+        ConfigError: the file or an override is invalid.
+    """
+    from mocra_core.config import load
+
+    return load(args.config, overrides=args.set)
