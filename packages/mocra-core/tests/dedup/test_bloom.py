@@ -82,9 +82,11 @@ async def test_a_seen_fingerprint_is_never_new_and_new_ones_rarely_seen(make: Ca
         assert new > 2_000 * 0.99
         assert await seen.count() == new
         assert not any(await seen.add_if_absent(added))  # no false negative, ever
-        fresh = [fp(n) for n in range(100_000, 110_000)]
-        taken_for_seen = sum(not n for n in await seen.add_if_absent(fresh))
-        assert taken_for_seen < 0.01 * len(fresh)  # expected ~0.5 %: Poisson(50) stays under 100
+        # Asked without adding them: adding the fresh ones would fill further filters as it measures
+        # (each adds its share of the rate), and the expected count would creep up to the bound itself.
+        fresh = [fp(n) for n in range(100_000, 104_000)]
+        taken_for_seen = sum([await seen.contains(f) for f in fresh])
+        assert taken_for_seen < 0.01 * len(fresh)  # expected ~0.5 %: Poisson(20) stays under 40
 
 
 async def test_a_full_filter_gets_a_successor_twice_as_big(make: Callable[..., Bloom]) -> None:
