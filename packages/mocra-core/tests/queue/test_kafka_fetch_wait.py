@@ -17,6 +17,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from mocra_core.backends.kafka._fetch_wait import SHORT_ANSWER, SHORT_LIMIT, FetchWait, PartitionLag
+from mocra_core.backends.kafka._reader import PARTITION_FETCH_BYTES
 from mocra_core.config import KafkaQueueSettings
 from mocra_core.queue import KafkaQueue, MsgpackCodec
 from mocra_core.queue._envelope import Envelope, pack
@@ -148,3 +149,22 @@ async def test_a_reader_with_1ms_fetches_grows_its_wait_and_drains_a_long_partit
         reader = queue._readers[(T, "g")]
         assert reader._wait.seconds > 0.001  # its fetches far behind answered short: the wait grew
         assert _fetcher_wait_ms(reader) == round(reader._wait.seconds * 1000)
+
+
+@pytest.mark.anyio
+async def test_a_record_batch_larger_than_a_partition_fetch_comes_whole(
+    kafka_url: str, kafka_namespace: str
+) -> None:
+    # ~700 KB published as one call (one record batch per partition, up to 1 MiB): more than a
+    # reader's fetch asks of a partition (`PARTITION_FETCH_BYTES`), and nothing is skipped.
+    assert PARTITION_FETCH_BYTES < 700_000
+    options: dict[str, Any] = {"session_timeout": 2.0, "partitions": 1, "fetch_wait_min": 0.01}
+    async with KafkaQueue(kafka_url, codec=MsgpackCodec(), namespace=kafka_namespace, **options) as queue:
+        await queue.publish(T, [f"{n:06d}" + "x" * 700 for n in range(1_000)])
+        got: list[str] = []
+        with anyio.fail_after(10):
+            while len(got) < 1_000:
+                batch = await queue.consume(T, group="g", max_messages=1_000, wait=5)
+                await queue.ack(batch)
+                got.extend(d.payload[:6] for d in batch)
+        assert sorted(got) == [f"{n:06d}" for n in range(1_000)]

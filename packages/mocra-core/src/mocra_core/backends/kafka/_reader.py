@@ -42,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 LANE_REFRESH = 5.0  # seconds between looks for lanes other processes created
 FETCH_RECORDS = 500  # records one fetch hands over at most
+PARTITION_FETCH_BYTES = 64 * 1024  # bytes one fetch asks of a partition (aiokafka's default: 1 MiB)
+# Smaller answers keep the lanes moving: aiokafka sends no new fetch for a partition whose last answer
+# is not handed over yet, and drops what it holds of a partition the window pauses (fetched again
+# later). A record batch larger than this still comes whole (Kafka fetch v3+); see the tests.
 
 
 def dlq_record(env: Envelope, reason: str, *, raw: bool) -> Out:
@@ -123,6 +127,7 @@ class Reader(Member):
                 fetch_max_wait_ms=max(1, round(self._wait.seconds * 1000)),
                 max_poll_records=FETCH_RECORDS,
                 metadata_max_age_ms=int(LANE_REFRESH * 1000),
+                max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
             )
         )
         try:
