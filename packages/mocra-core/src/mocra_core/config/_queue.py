@@ -66,8 +66,8 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     Attributes:
         partitions: Partitions of each topic the queue creates: at most this many workers share a topic.
         session_timeout: Seconds without a heartbeat before the group gives a worker's partitions to the
-            others. Apache Kafka accepts 6 to 1,800 by default; tansu also takes less, and a worker joins
-            its groups in half of it there.
+            others. Apache Kafka accepts 6 (the default here, its least) to 1,800 by default; tansu also
+            takes less, and a worker joins its groups in half of it there.
         fetch_wait: Seconds the reads of the state and DLQ topics wait at the broker per fetch.
         fetch_wait_min: Seconds a worker's fetches wait at the broker, at first: on tansu, which holds
             each fetch for its wait, the latency of each hop of a crawl. On Apache Kafka (which answers
@@ -87,7 +87,7 @@ class KafkaQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     """
 
     partitions: int = 4
-    session_timeout: float = 10.0
+    session_timeout: float = 6.0
     fetch_wait: float = 0.05
     fetch_wait_min: float = 0.01
     fetch_wait_max: float = 1.0

@@ -142,7 +142,7 @@ class KafkaQueue:
         visibility_timeout: float = 300.0,
         max_attempts: int = 5,
         partitions: int = 4,
-        session_timeout: float = 10.0,
+        session_timeout: float = 6.0,
         fetch_wait: float = 0.05,
         fetch_wait_min: float = 0.01,
         fetch_wait_max: float = 1.0,
