@@ -151,4 +151,6 @@ def test_dead_letters_of_a_job_are_listed_and_replayed(tmp_path: pathlib.Path) -
     assert second.returncode == 0, out.decode()
     assert sorted(items(tmp_path)) == [0, 1, 2]
     assert "0 dead letters" in mocra("dlq", "list", "--job-dir", str(tmp_path / "job"))
-    assert "nothing left to crawl" in mocra("status", "--job-dir", str(tmp_path / "job"))
+    status = mocra("status", "--job-dir", str(tmp_path / "job"))
+    assert "nothing left to crawl" in status
+    assert "no job of that name" not in status, status  # the job is known: its modules and counts are there

@@ -63,7 +63,7 @@ def print_status(queues: JobQueues, *, stream: TextIO) -> dict[str, tuple[int, i
     dead = sum(d for _, d in counts.values())
     verdict = f"{left} messages left" if left else "nothing left to crawl"
     hint = f"; {dead} dead letters (`mocra dlq list` shows them)" if dead else ""
-    if not left and not dead:
+    if not left and not dead and not known and done is None:  # nothing says the job was ever there
         hint = " (or no job of that name there)"
     stream.write(f"{verdict}{hint}\n")
     if done is not None:
