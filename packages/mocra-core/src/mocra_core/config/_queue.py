@@ -49,6 +49,7 @@ class NatsQueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
         timeout: Seconds one request to the server may take.
 
     Example:
+        >>> from mocra_core.config import Settings
         >>> Settings.from_mapping({"queue": {"nats": {"storage": "memory"}}}).queue.nats.storage
         'memory'
     """
@@ -124,6 +125,7 @@ class QueueSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
         kafka: Options used when `url` is `kafka://…` (`[queue.kafka]`).
 
     Example:
+        >>> from mocra_core.config import Settings
         >>> Settings.from_mapping({"queue": {"kafka": {"partitions": 8}}}).queue.kafka.partitions
         8
     """
