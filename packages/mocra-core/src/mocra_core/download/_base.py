@@ -8,11 +8,12 @@ and its body, through a way `V` to the server: an httpx transport, or a proxy UR
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Generic, Self, TypeVar
+from abc import abstractmethod
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import anyio
 import httpx
+from anyio.abc import AsyncResource
 
 from .._errors import DownloadTimeout, UnfetchableURL
 from ..http import Response
@@ -38,7 +39,7 @@ V = TypeVar("V")
 S = TypeVar("S", bound="DownloaderSession")
 
 
-class PooledDownloader(ABC, Generic[V]):
+class PooledDownloader(AsyncResource, Generic[V]):
     """The shared half of `HttpxDownloader` and `AiohttpDownloader` (see their class notes).
 
     Args:
@@ -107,15 +108,13 @@ class PooledDownloader(ABC, Generic[V]):
             self._sessions.clear()
             await self._close_pool()
 
-    async def __aenter__(self) -> Self:
-        return self
-
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close within `CLOSE_TIMEOUT` seconds, shielded from the block's cancellation."""
         with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
             await self.aclose()
 

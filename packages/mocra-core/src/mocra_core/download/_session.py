@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import httpx
+from anyio.abc import AsyncResource
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from ..http import Request, Response
     from ._base import PooledDownloader
     from ._protocol import HopCheck
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ("DownloaderSession",)
 
 
-class DownloaderSession:
+class DownloaderSession(AsyncResource):
     """A view of a downloader with its own cookie jar, one per key; see `HttpxDownloader.session`.
 
     It shares the parent's pool, settings and proxy route (a pool's lease is keyed by the session's key);
@@ -42,17 +41,6 @@ class DownloaderSession:
         """Forget this session's cookies; the parent's pool stays open."""
         self._cookies.clear()
         self._parent._forget(self)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

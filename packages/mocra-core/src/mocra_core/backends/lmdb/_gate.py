@@ -9,6 +9,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 import anyio.to_thread
+from anyio.abc import AsyncResource
 
 from ...coordination._errors import CoordinationError
 from ...download._gate import Ticket, check_enter
@@ -17,8 +18,6 @@ from ._coordination_env import SharedEnv
 if TYPE_CHECKING:
     import os
     from collections.abc import Callable
-    from types import TracebackType
-    from typing import Self
 
     import lmdb
 
@@ -27,7 +26,7 @@ __all__ = ("LmdbDomainGate",)
 _TIME = struct.Struct(">d")  # epoch seconds
 
 
-class LmdbDomainGate:
+class LmdbDomainGate(AsyncResource):
     r"""A `DomainGate` in an LMDB directory, shared by the processes of one host (e.g. of a job dir).
 
     It reuses the environment helper of `LmdbCoordination` (one environment per directory and process,
@@ -160,17 +159,6 @@ class LmdbDomainGate:
         if shared is not None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(shared.release)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _live_holders(txn: lmdb.Transaction[bytes], env: SharedEnv, prefix: bytes, now: float) -> list[float]:

@@ -8,6 +8,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import AsyncResource
 
 from ..._errors import ConfigError
 from ...queue._checks import check_limits, check_payloads
@@ -22,8 +23,6 @@ from ._queue_store import LmdbStore, unpack_message
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import TracebackType
-    from typing import Self
 
     from ...queue._codec import Codec
     from ._queue_store import Txn
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ("LmdbQueue",)
 
 
-class LmdbQueue(InProcessQueue[TopicState]):
+class LmdbQueue(InProcessQueue[TopicState], AsyncResource):
     """A `QueueBackend` stored in an LMDB directory, so a crawl resumes where it stopped.
 
     Every state change is one LMDB write transaction, committed before the call returns. LMDB calls take
@@ -262,14 +261,3 @@ class LmdbQueue(InProcessQueue[TopicState]):
                 state.waiters.notify_all()
             self._store.close()
             self._lock.release()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -10,6 +10,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import AsyncResource
 
 from ...queue._checks import check_limits, check_payloads
 from ...queue._delivery import DeadLetter, Delivery
@@ -18,8 +19,6 @@ from ...queue._waiters import Waiters, new_lease_token
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from types import TracebackType
-    from typing import Self
 
 __all__ = ("MemoryQueue",)
 
@@ -92,7 +91,7 @@ class _Topic:
         return lane
 
 
-class MemoryQueue(InProcessQueue[_Topic]):
+class MemoryQueue(InProcessQueue[_Topic], AsyncResource):
     """A `QueueBackend` in process memory, for single-process crawls and tests.
 
     Payload objects are handed to consumers as they were published (no serialisation, no copy): do not
@@ -354,14 +353,3 @@ class MemoryQueue(InProcessQueue[_Topic]):
             for state in self._topics.values():
                 state.waiters.notify_all()
             self._topics.clear()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
