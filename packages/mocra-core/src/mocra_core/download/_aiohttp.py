@@ -10,27 +10,18 @@ redirect's `Location` (`httpx.URL.join`), and the `httpx.Headers` of the `Respon
 from __future__ import annotations
 
 import asyncio
-import logging
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import httpx
 
-from .._errors import DownloadError, HopRefused, UnfetchableURL
+from .._errors import DownloadError, UnfetchableURL
 from ._aiohttp_body import discard_aiohttp_body, read_aiohttp_body
 from ._base import PooledDownloader
 from ._cookies import cookie_header, merge_cookies, store_cookies
 from ._fetched import Fetched
 from ._headers import has_cookie_header
-from ._protocol import Hop
-from ._redirects import (
-    REDIRECT_STATUSES,
-    RedirectTrail,
-    crosses_origin,
-    drop_credentials,
-    redirect_method,
-    redirect_target,
-)
+from ._redirects import REDIRECT_STATUSES, Leg, RedirectTrail
 from ._session import DownloaderSession
 from ._transport import SKIP_AUTO_HEADERS, map_error
 
@@ -45,8 +36,6 @@ if TYPE_CHECKING:
     from ._settings import DownloadSettings
 
 __all__ = ("AiohttpDownloader", "AiohttpSession")
-
-logger = logging.getLogger(__name__)
 
 
 class _ProxyURLs:
@@ -160,15 +149,15 @@ class AiohttpDownloader(PooledDownloader[str | None]):
         self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, via: str | None
     ) -> Fetched:
         client = self._client or self._open()
-        method, url, content = request.method, request.url, request.body
         headers = self._headers.merged(request)
-        explicit_cookie = has_cookie_header(request, headers)
+        leg = Leg(request.method, request.url, request.body, headers, has_cookie_header(request, headers))
         extra: Mapping[str, str] | None = request.cookies or None
         first_host: str | None = None
         trail: RedirectTrail | None = None
-        if "xn--" in url.lower():
-            _check_idna(method, url, request)
+        if "xn--" in leg.url.lower():
+            _check_idna(leg.method, leg.url, request)
         while True:
+            method, url, content, headers, explicit_cookie = leg
             cookie = None if explicit_cookie else _cookie_for(jar, url, extra)
             sent = headers if cookie is None else [*headers, ("Cookie", cookie)]
             resp = await self._send(client, method, url, sent, content, via, request)
@@ -185,24 +174,12 @@ class AiohttpDownloader(PooledDownloader[str | None]):
                 return Fetched(url, status, httpx.Headers(resp.raw_headers), body)
             await discard_aiohttp_body(resp, request, url, errors=self._errors)
             if trail is None:
-                trail = RedirectTrail(request, self.settings.max_redirects)
-            trail.step(method, url, cookie)
+                trail = RedirectTrail(request, self.settings.max_redirects, hop)
             base = httpx.URL(url)
             if first_host is None:
                 first_host = base.host
-            next_url = redirect_target(base, location, request)
-            method, content, headers = redirect_method(status, method, content, headers)
-            if crosses_origin(base, next_url):
-                headers = drop_credentials(headers)
-                explicit_cookie = False
-            extra = (request.cookies or None) if next_url.host == first_host else None
-            target = str(next_url)
-            if hop is not None:
-                refused = await hop(Hop(target, method, content, status))
-                if refused is not None:
-                    raise HopRefused(target, refused, request=request)
-            logger.debug("redirect %d %s -> %s", status, url, target)
-            url = target
+            leg, target = await trail.follow(leg, cookie, base, status, location)
+            extra = (request.cookies or None) if target.host == first_host else None
 
     async def _send(
         self,

@@ -8,27 +8,18 @@ cookies, timeouts and body decoding anyway. Users still see httpx types (`httpx.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .._errors import DownloadError, HopRefused, UnfetchableURL
+from .._errors import DownloadError, UnfetchableURL
 from ._base import PooledDownloader
 from ._body import discard_body, read_body
 from ._cookies import merge_cookies
 from ._fetched import Fetched
 from ._headers import has_cookie_header
-from ._protocol import Hop
 from ._proxy_transports import ProxyTransports
-from ._redirects import (
-    REDIRECT_STATUSES,
-    RedirectTrail,
-    crosses_origin,
-    drop_credentials,
-    redirect_method,
-    redirect_target,
-)
+from ._redirects import REDIRECT_STATUSES, Leg, RedirectTrail
 from ._session import DownloaderSession
 from ._settings import DownloadSettings
 from ._transport import build_transport, map_error, transport_errors
@@ -39,8 +30,6 @@ if TYPE_CHECKING:
     from ._proxy_route import ProxyRoute
 
 __all__ = ("HttpxDownloader", "HttpxSession")
-
-logger = logging.getLogger(__name__)
 
 
 class HttpxDownloader(PooledDownloader[httpx.AsyncBaseTransport]):
@@ -135,19 +124,18 @@ class HttpxDownloader(PooledDownloader[httpx.AsyncBaseTransport]):
     async def _exchange(
         self, request: Request, jar: httpx.Cookies, hop: HopCheck | None, via: httpx.AsyncBaseTransport
     ) -> Fetched:
-        method, url, content = request.method, request.url, request.body
         headers = self._headers.merged(request)
-        explicit_cookie = has_cookie_header(request, headers)
+        leg = Leg(request.method, request.url, request.body, headers, has_cookie_header(request, headers))
         first_host: str | None = None
         trail: RedirectTrail | None = None
         while True:
-            http_request = self._build(method, url, headers, content, request)
+            http_request = self._build(leg, request)
             host = http_request.url.host
             if first_host is None:
                 first_host = host
-            if not explicit_cookie:
+            if not leg.explicit_cookie:
                 _add_cookies(http_request, jar, request.cookies if host == first_host else None)
-            resp = await self._send(via, http_request, request, url)
+            resp = await self._send(via, http_request, request, leg.url)
             if "set-cookie" in resp.headers:
                 resp.request = http_request
                 jar.extract_cookies(resp)
@@ -156,33 +144,20 @@ class HttpxDownloader(PooledDownloader[httpx.AsyncBaseTransport]):
                 body = await read_body(
                     resp,
                     request,
-                    url,
-                    method,
+                    leg.url,
+                    leg.method,
                     max_body_bytes=self.settings.max_body_bytes,
                     errors=self._errors,
                 )
-                return Fetched(url, resp.status_code, resp.headers, body)
-            await discard_body(resp, request, url, errors=self._errors)
+                return Fetched(leg.url, resp.status_code, resp.headers, body)
+            await discard_body(resp, request, leg.url, errors=self._errors)
             if trail is None:
-                trail = RedirectTrail(request, self.settings.max_redirects)
-            trail.step(method, url, http_request.headers.get("cookie"))
-            next_url = redirect_target(http_request.url, location, request)
-            status = resp.status_code
-            method, content, headers = redirect_method(status, method, content, headers)
-            if crosses_origin(http_request.url, next_url):
-                headers = drop_credentials(headers)
-                explicit_cookie = False
-            target = str(next_url)
-            if hop is not None:
-                refused = await hop(Hop(target, method, content, status))
-                if refused is not None:
-                    raise HopRefused(target, refused, request=request)
-            logger.debug("redirect %d %s -> %s", status, url, target)
-            url = target
+                trail = RedirectTrail(request, self.settings.max_redirects, hop)
+            cookie = http_request.headers.get("cookie")
+            leg, _ = await trail.follow(leg, cookie, http_request.url, resp.status_code, location)
 
-    def _build(
-        self, method: str, url: str, headers: list[tuple[str, str]], content: bytes | None, request: Request
-    ) -> httpx.Request:
+    def _build(self, leg: Leg, request: Request) -> httpx.Request:
+        method, url, content, headers, _ = leg
         try:
             return httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:  # IDNAError is a ValueError

@@ -1,6 +1,6 @@
 """The rules of a redirect hop: where it goes, with which method, body and headers, and when to stop.
 
-The built-in downloaders follow redirects themselves; their loops ask these what the next hop is.
+The built-in downloaders follow redirects themselves; their loops ask a `RedirectTrail` for the next hop.
 301/302 turn a POST into a body-less GET, 303 turns anything but HEAD into one (as browsers do), 307/308
 keep method and body; credentials are not sent to another origin; a loop (the same method, URL and
 cookies twice) or more than `max_redirects` hops stops the download with `TooManyRedirects`.
@@ -8,17 +8,21 @@ cookies twice) or more than `max_redirects` hops stops the download with `TooMan
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, NamedTuple
 
 import httpx
 
-from .._errors import TooManyRedirects, UnfetchableURL
+from .._errors import HopRefused, TooManyRedirects, UnfetchableURL
+from ._protocol import Hop
 
 if TYPE_CHECKING:
     from ..http import Request
+    from ._protocol import HopCheck
 
 __all__ = (
     "REDIRECT_STATUSES",
+    "Leg",
     "RedirectTrail",
     "crosses_origin",
     "drop_credentials",
@@ -34,9 +38,22 @@ _CROSS_ORIGIN_DROP = ("authorization", "proxy-authorization", "cookie")
 
 Headers = list[tuple[str, str]]
 
+logger = logging.getLogger(__name__)
+
+
+class Leg(NamedTuple):
+    """One request of a download, the first or a redirect hop: what it sends."""
+
+    method: str
+    url: str
+    content: bytes | None
+    headers: Headers
+    explicit_cookie: bool
+    """A `Cookie` header in `headers` is sent as it is, instead of the jar's (until a hop changes origin)."""
+
 
 class RedirectTrail:
-    """The hops one download has taken: refuses a loop or a hop past `max_redirects`.
+    """The hops one download has taken: works out the next (`follow`); refuses a loop or too many.
 
     Example:
         >>> from mocra_core.http import Request
@@ -48,11 +65,12 @@ class RedirectTrail:
         mocra_core._errors.TooManyRedirects: redirect loop at GET http://a.test/ (from http://a.test/)
     """
 
-    __slots__ = ("_hops", "_max", "_request", "_seen")
+    __slots__ = ("_check", "_hops", "_max", "_request", "_seen")
 
-    def __init__(self, request: Request, max_redirects: int) -> None:
+    def __init__(self, request: Request, max_redirects: int, hop: HopCheck | None = None) -> None:
         self._request = request
         self._max = max_redirects
+        self._check = hop
         self._hops = 0
         self._seen: set[tuple[str, str, str | None]] = set()
 
@@ -74,6 +92,36 @@ class RedirectTrail:
                 f"(last to {url})",
                 request=request,
             )
+
+    async def follow(
+        self, leg: Leg, cookie: str | None, base: httpx.URL, status: int, location: str
+    ) -> tuple[Leg, httpx.URL]:
+        """The next leg, and its URL, after `leg` (sent to `base` with `cookie`) got a redirect.
+
+        `status` and `location` are the redirect's. The method and body follow `redirect_method`;
+        credentials stay behind when the origin changes; the trail's hop check is asked before the leg
+        is returned, and the hop is logged.
+
+        Raises:
+            TooManyRedirects: A loop, or one hop too many (`step`).
+            UnfetchableURL: `location` is not a valid http(s) URL.
+            HopRefused: The hop check refused the hop (it is not to be sent).
+        """
+        self.step(leg.method, leg.url, cookie)
+        request = self._request
+        target = redirect_target(base, location, request)
+        method, content, headers = redirect_method(status, leg.method, leg.content, leg.headers)
+        explicit_cookie = leg.explicit_cookie
+        if crosses_origin(base, target):
+            headers = drop_credentials(headers)
+            explicit_cookie = False
+        url = str(target)
+        if self._check is not None:
+            refused = await self._check(Hop(url, method, content, status))
+            if refused is not None:
+                raise HopRefused(url, refused, request=request)
+        logger.debug("redirect %d %s -> %s", status, leg.url, url)
+        return Leg(method, url, content, headers, explicit_cookie), target
 
 
 def redirect_target(base: httpx.URL, location: str, request: Request) -> httpx.URL:
