@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._body import drain, read_decoded
 from ._decode import BodyDecoder
 from ._transport import map_error
 
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
     from ..http import Request
 
 __all__ = ("discard_aiohttp_body", "read_aiohttp_body")
-
-_DRAIN_BYTES = 64 * 1024  # a redirect body up to this is read so its connection can be reused
 
 
 async def read_aiohttp_body(
@@ -38,14 +37,10 @@ async def read_aiohttp_body(
     headers = resp.headers
     encoding = headers.get("Content-Encoding")
     decoder = BodyDecoder(encoding or "", max_body_bytes, request)
+    declared = headers.get("Content-Length") if encoding is None and method != "HEAD" else None
+    chunks = resp.content.iter_any()
     try:
-        if encoding is None and method != "HEAD":
-            declared = headers.get("Content-Length")
-            if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-                raise decoder.too_large(int(declared))
-        content = resp.content
-        while chunk := await content.readany():
-            decoder.feed(chunk)
+        body = await read_decoded(chunks, decoder, content_length=declared, max_body_bytes=max_body_bytes)
     except errors as exc:
         resp.close()
         raise map_error(exc, request, url) from exc
@@ -53,26 +48,22 @@ async def read_aiohttp_body(
         resp.close()
         raise
     resp.release()
-    return decoder.finish()
+    return body
 
 
 async def discard_aiohttp_body(
     resp: aiohttp.ClientResponse, request: Request, url: str, *, errors: tuple[type[BaseException], ...]
 ) -> None:
     """Read and drop a redirect's body (up to 64 KiB, so its connection goes back to the pool)."""
-    read = 0
-    content = resp.content
     try:
-        while read <= _DRAIN_BYTES:
-            chunk = await content.readany()
-            if not chunk:
-                resp.release()
-                return
-            read += len(chunk)
+        ended = await drain(resp.content.iter_any())
     except errors as exc:
         resp.close()
         raise map_error(exc, request, url) from exc
     except BaseException:
         resp.close()
         raise
-    resp.close()  # too long to drain: the connection is not worth it
+    if ended:
+        resp.release()
+    else:
+        resp.close()  # too long to drain: the connection is not worth it

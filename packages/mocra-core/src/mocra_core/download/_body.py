@@ -1,7 +1,8 @@
 """Reading a response body under the size cap, and draining a redirect's body so its connection is reused.
 
-Both close the response (and its stream) on every path, shielded and bounded, so a cancelled or failed
-read never leaks a pooled connection.
+`read_decoded` and `drain` work on any stream of chunks (the aiohttp downloader's too); `read_body` and
+`discard_body` apply them to an httpx response, which they close on every path, shielded and bounded, so a
+cancelled or failed read never leaks a pooled connection.
 """
 
 from __future__ import annotations
@@ -14,16 +15,57 @@ from ._decode import BodyDecoder
 from ._transport import map_error
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     import httpx
 
     from ..http import Request
 
-__all__ = ("CLOSE_TIMEOUT", "discard_body", "read_body")
+__all__ = ("CLOSE_TIMEOUT", "discard_body", "drain", "read_body", "read_decoded")
 
 CLOSE_TIMEOUT = 5.0
 """Seconds a response (or the pool) gets to close on the error and cancel paths."""
 
 _DRAIN_BYTES = 64 * 1024  # a redirect body up to this is read so its connection can be reused
+
+
+async def read_decoded(
+    chunks: AsyncIterator[bytes], decoder: BodyDecoder, *, content_length: str | None, max_body_bytes: int
+) -> bytes:
+    """The body `decoder` makes of `chunks` (its cap is `max_body_bytes`).
+
+    `content_length` is the `Content-Length` of a body sent as it is (`None` for an encoded body or the
+    answer to a HEAD): when it declares more than `max_body_bytes`, nothing is read.
+
+    Raises:
+        BodyTooLarge: The declared or the decoded body passes `max_body_bytes`.
+        DownloadError: The compressed data is corrupt.
+
+    Example:
+        >>> import anyio
+        >>> from mocra_core.http import Request
+        >>> async def chunks() -> AsyncIterator[bytes]:
+        ...     yield b"hello, "
+        ...     yield b"world"
+        >>> decoder = BodyDecoder("", 100, Request("https://example.com/"))
+        >>> anyio.run(lambda: read_decoded(chunks(), decoder, content_length="12", max_body_bytes=100))
+        b'hello, world'
+    """
+    if content_length is not None and content_length.isdigit() and int(content_length) > max_body_bytes:
+        raise decoder.too_large(int(content_length))
+    async for chunk in chunks:
+        decoder.feed(chunk)
+    return decoder.finish()
+
+
+async def drain(chunks: AsyncIterator[bytes]) -> bool:
+    """Read and drop `chunks` up to 64 KiB; whether they ended by then (the connection can be reused)."""
+    read = 0
+    async for chunk in chunks:
+        read += len(chunk)
+        if read > _DRAIN_BYTES:
+            return False
+    return True
 
 
 async def read_body(
@@ -40,16 +82,14 @@ async def read_body(
     Raises:
         BodyTooLarge: The decoded body passes `max_body_bytes` (or a declared `Content-Length` does).
     """
-    decoder = BodyDecoder(resp.headers.get("content-encoding", ""), max_body_bytes, request)
+    headers = resp.headers
+    encoding = headers.get("content-encoding")
+    decoder = BodyDecoder(encoding or "", max_body_bytes, request)
+    declared = headers.get("content-length") if encoding is None and method != "HEAD" else None
     stream: Any = resp.stream
     iterator = stream.__aiter__()
     try:
-        if method != "HEAD" and "content-encoding" not in resp.headers:
-            declared = resp.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-                raise decoder.too_large(int(declared))
-        async for chunk in iterator:
-            decoder.feed(chunk)
+        body = await read_decoded(iterator, decoder, content_length=declared, max_body_bytes=max_body_bytes)
     except errors as exc:
         await _close(resp, iterator)
         raise map_error(exc, request, url) from exc
@@ -57,7 +97,7 @@ async def read_body(
         await _close(resp, iterator)
         raise
     await resp.aclose()
-    return decoder.finish()
+    return body
 
 
 async def discard_body(
@@ -66,12 +106,8 @@ async def discard_body(
     """Read and drop a redirect's body (up to 64 KiB, so its connection goes back to the pool), then close."""
     stream: Any = resp.stream
     iterator = stream.__aiter__()
-    read = 0
     try:
-        async for chunk in iterator:
-            read += len(chunk)
-            if read > _DRAIN_BYTES:
-                break
+        await drain(iterator)
     except errors as exc:
         raise map_error(exc, request, url) from exc
     finally:
