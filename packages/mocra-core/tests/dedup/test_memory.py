@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from mocra_core.dedup import MemorySeenSet
@@ -48,3 +49,31 @@ async def test_aclose_empties_and_can_be_reused() -> None:
         await seen.add_if_absent([fp(1)])
     assert await seen.count() == 0
     assert await seen.add_if_absent([fp(1)]) == [True]
+
+
+@pytest.mark.anyio
+async def test_adders_wait_only_for_a_growth_not_for_each_other() -> None:
+    # 20 tasks adding side by side across growths: a lock taken per batch would be passed from one
+    # waiting task to the next for ever after the first growth (a task wake-up per batch)
+    seen = MemorySeenSet()
+    passes = 0
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        nonlocal passes
+        while not done.is_set():
+            passes += 1
+            await anyio.lowlevel.checkpoint()
+
+    async def adder(k: int) -> None:
+        for n in range(100):
+            await seen.add_if_absent([fp(1 + k * 1_000 + n * 3 + i) for i in range(3)])
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        async with anyio.create_task_group() as adders:
+            for k in range(20):
+                adders.start_soon(adder, k)
+        done.set()
+    assert await seen.count() == 20 * 100 * 3
+    assert passes < 50, passes  # a pass of the loop per growth chunk, not one per batch

@@ -130,3 +130,24 @@ async def test_put_nowait_gives_to_a_waiting_worker_or_would_block() -> None:
     handoff.close()
     with pytest.raises(anyio.ClosedResourceError):
         handoff.put_nowait("late")
+
+
+async def test_a_hand_over_to_a_waiting_counterpart_does_not_yield() -> None:
+    # on the crawl's hot path each pass of the event loop is a task wake-up per page
+    handoff: Handoff[str] = Handoff()
+    ran: list[str] = []
+
+    async def other() -> None:
+        ran.append("other")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(handoff.put, "offered")
+        await anyio.sleep(0.01)  # the put waits for a worker
+        tg.start_soon(other)
+        assert await handoff.get() == "offered"
+        assert ran == []  # the get took the waiting offer without a pass of the loop
+        tg.start_soon(handoff.get)
+        await anyio.sleep(0.01)  # a worker waits
+        tg.start_soon(other)
+        await handoff.put("taken at once")
+        assert ran == ["other"]  # by the earlier sleep only: the put did not yield either

@@ -4,6 +4,9 @@ An anyio memory stream of size 0 serves blocked senders first come, first served
 busy, a request of the crawl's spine (a higher lane: the next listing page) waits behind every page
 downloaded before it. Here a free worker takes the waiting offer with the highest priority (first come
 first within a priority), so priority holds inside a process as it does in the queue.
+
+A `put` or `get` that finds its counterpart waiting hands over without yielding to the event loop (it
+still raises if cancelled): on the crawl's hot path a pass of the loop per page is a task wake-up per page.
 """
 
 from __future__ import annotations
@@ -98,8 +101,7 @@ class Handoff(Generic[T]):
         except anyio.WouldBlock:
             pass
         else:
-            await anyio.lowlevel.cancel_shielded_checkpoint()
-            return
+            return  # handed over: no pass of the event loop (the worker runs when this task next waits)
         offer = _Offer(item)
         heapq.heappush(self._offers, (-priority, next(self._seq), offer))
         try:
@@ -115,8 +117,7 @@ class Handoff(Generic[T]):
             _, _, offer = heapq.heappop(self._offers)
             if not offer.withdrawn:
                 offer.taken.set()
-                await anyio.lowlevel.cancel_shielded_checkpoint()
-                return offer.item
+                return offer.item  # no pass of the event loop: the crawl's hot path (a wake-up a page)
         if self._closed:
             raise anyio.EndOfStream
         claim: _Claim[T] = _Claim()

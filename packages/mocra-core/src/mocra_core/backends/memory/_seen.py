@@ -62,7 +62,7 @@ class MemorySeenSet(AsyncResource):
     """
 
     def __init__(self) -> None:
-        self._grow_lock = anyio.Lock(fast_acquire=True)
+        self._growing: anyio.Event | None = None  # set when the growth running now is done
         self._reset()
 
     def _reset(self) -> None:
@@ -78,31 +78,43 @@ class MemorySeenSet(AsyncResource):
             ValueError: a fingerprint is not 16 bytes long (nothing is added).
         """
         keys = _keys(fingerprints)
-        async with self._grow_lock:
-            if self._count + len(keys) > self._limit:
-                await self._grow(self._count + len(keys))
-            # From here to the end no await: the batch goes in whole or not at all.
-            table, mask = self._table, self._mask
-            new: list[bool] = []
-            append = new.append
-            for key in keys:
-                i = key & mask
+        while True:  # no lock: adds wait only for a growth (a lock taken per batch convoys: a wake-up each)
+            if self._growing is not None:
+                await self._growing.wait()
+            elif self._count + len(keys) > self._limit:
+                growing = self._growing = anyio.Event()
+                try:
+                    await self._grow(self._count + len(keys))
+                finally:
+                    self._growing = None
+                    growing.set()
+            else:
+                return self._add(keys)
+
+    def _add(self, keys: array[int]) -> list[bool]:
+        """Add `keys` to the table (which has room for them); per key, whether it was new."""
+        # no await: the batch goes in whole or not at all
+        table, mask = self._table, self._mask
+        new: list[bool] = []
+        append = new.append
+        for key in keys:
+            i = key & mask
+            slot = table[i]
+            if not slot:
+                table[i] = key
+                append(True)
+                continue
+            while slot != key:  # linear probing
+                i = (i + 1) & mask
                 slot = table[i]
                 if not slot:
                     table[i] = key
                     append(True)
-                    continue
-                while slot != key:  # linear probing
-                    i = (i + 1) & mask
-                    slot = table[i]
-                    if not slot:
-                        table[i] = key
-                        append(True)
-                        break
-                else:
-                    append(False)
-            self._count += new.count(True)
-            return new
+                    break
+            else:
+                append(False)
+        self._count += new.count(True)
+        return new
 
     async def contains(self, fingerprint: bytes) -> bool:
         """Return whether `fingerprint` (or another sharing its first 64 bits) is in the set."""
