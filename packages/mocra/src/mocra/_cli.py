@@ -18,6 +18,7 @@ from ._new import add_new_command
 from ._progress import ProgressDisplay, add_progress_arguments
 from ._run import load_spiders, print_summary
 from ._serve import add_api_argument, add_serve_command
+from ._settings_args import add_settings_arguments
 from ._shell import add_shell_command
 from ._store_cli import add_store_commands
 
@@ -203,15 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FIELD",
         help="with a database output: the item field(s) identifying an item; a row per key (upsert)",
     )
-    run.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a setting (repeatable)",
-    )
-    run.add_argument("-c", "--config", help="a TOML settings file")
+    add_settings_arguments(run)
     run.add_argument("--job-dir", help="keep crawl state here; the same command resumes after a crash")
     run.add_argument(
         "--queue", metavar="URL", help="share the crawl through a broker: redis://…, nats://… or kafka://…"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mocra_core import ConfigError
 
 from ._run import load_spiders, make_sinks
+from ._settings_args import add_settings_arguments
 
 if TYPE_CHECKING:
     import argparse
@@ -173,10 +174,7 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     serve.add_argument(
         "--key", action="append", default=[], metavar="FIELD", help="with a database output: the key field(s)"
     )
-    serve.add_argument(
-        "-s", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting"
-    )
-    serve.add_argument("-c", "--config", help="a TOML settings file")
+    add_settings_arguments(serve)
     serve.add_argument("--queue", metavar="URL", help="the jobs' broker: redis://…, nats://… or kafka://…")
     serve.add_argument(
         "--spider", action="append", help="offer only the spider or module with this name (repeatable)"

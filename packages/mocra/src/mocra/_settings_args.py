@@ -1,4 +1,4 @@
-"""The `-s KEY=VALUE` and `-c FILE` options of `mocra shell` and `mocra check`, and the settings they name."""
+"""The `-s KEY=VALUE` and `-c FILE` options of `mocra run`, `serve`, `shell` and `check`; their settings."""
 
 from __future__ import annotations
 
