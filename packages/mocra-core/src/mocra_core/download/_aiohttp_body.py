@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._body import drain, read_decoded
-from ._decode import BodyDecoder
 from ._transport import map_error
 
 if TYPE_CHECKING:
@@ -34,13 +33,9 @@ async def read_aiohttp_body(
     Raises:
         BodyTooLarge: The decoded body passes `max_body_bytes` (or a declared `Content-Length` does).
     """
-    headers = resp.headers
-    encoding = headers.get("Content-Encoding")
-    decoder = BodyDecoder(encoding or "", max_body_bytes, request)
-    declared = headers.get("Content-Length") if encoding is None and method != "HEAD" else None
     chunks = resp.content.iter_any()
     try:
-        body = await read_decoded(chunks, decoder, content_length=declared, max_body_bytes=max_body_bytes)
+        body = await read_decoded(chunks, resp.headers, method, request, max_body_bytes=max_body_bytes)
     except errors as exc:
         resp.close()
         raise map_error(exc, request, url) from exc

@@ -15,7 +15,7 @@ from ._decode import BodyDecoder
 from ._transport import map_error
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
     import httpx
 
@@ -30,12 +30,17 @@ _DRAIN_BYTES = 64 * 1024  # a redirect body up to this is read so its connection
 
 
 async def read_decoded(
-    chunks: AsyncIterator[bytes], decoder: BodyDecoder, *, content_length: str | None, max_body_bytes: int
+    chunks: AsyncIterator[bytes],
+    headers: Mapping[str, str],
+    method: str,
+    request: Request,
+    *,
+    max_body_bytes: int,
 ) -> bytes:
-    """The body `decoder` makes of `chunks` (its cap is `max_body_bytes`).
+    """The body of a response to `method` with `headers` (case-insensitive), decoded from its `chunks`.
 
-    `content_length` is the `Content-Length` of a body sent as it is (`None` for an encoded body or the
-    answer to a HEAD): when it declares more than `max_body_bytes`, nothing is read.
+    A body sent as it is (no `Content-Encoding`) whose `Content-Length` is over `max_body_bytes` fails
+    before a chunk is read (unless it answers a HEAD).
 
     Raises:
         BodyTooLarge: The declared or the decoded body passes `max_body_bytes`.
@@ -47,12 +52,18 @@ async def read_decoded(
         >>> async def chunks() -> AsyncIterator[bytes]:
         ...     yield b"hello, "
         ...     yield b"world"
-        >>> decoder = BodyDecoder("", 100, Request("https://example.com/"))
-        >>> anyio.run(lambda: read_decoded(chunks(), decoder, content_length="12", max_body_bytes=100))
+        >>> async def main() -> bytes:
+        ...     headers, request = {"content-length": "12"}, Request("https://a.test/")
+        ...     return await read_decoded(chunks(), headers, "GET", request, max_body_bytes=100)
+        >>> anyio.run(main)
         b'hello, world'
     """
-    if content_length is not None and content_length.isdigit() and int(content_length) > max_body_bytes:
-        raise decoder.too_large(int(content_length))
+    encoding = headers.get("content-encoding")
+    decoder = BodyDecoder(encoding or "", max_body_bytes, request)
+    if encoding is None and method != "HEAD":
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            raise decoder.too_large(int(declared))
     async for chunk in chunks:
         decoder.feed(chunk)
     return decoder.finish()
@@ -82,14 +93,10 @@ async def read_body(
     Raises:
         BodyTooLarge: The decoded body passes `max_body_bytes` (or a declared `Content-Length` does).
     """
-    headers = resp.headers
-    encoding = headers.get("content-encoding")
-    decoder = BodyDecoder(encoding or "", max_body_bytes, request)
-    declared = headers.get("content-length") if encoding is None and method != "HEAD" else None
     stream: Any = resp.stream
     iterator = stream.__aiter__()
     try:
-        body = await read_decoded(iterator, decoder, content_length=declared, max_body_bytes=max_body_bytes)
+        body = await read_decoded(iterator, resp.headers, method, request, max_body_bytes=max_body_bytes)
     except errors as exc:
         await _close(resp, iterator)
         raise map_error(exc, request, url) from exc
