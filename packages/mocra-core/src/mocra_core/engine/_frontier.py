@@ -65,23 +65,32 @@ class Frontier:
         means the requests come from work that was handed out before (its worker died or timed out): they
         may already be in the seen set without having reached the queue (the worker died between the
         two), so they are queued even if seen — at least once, never lost — but once per process: several
-        redelivered responses linking one URL queue it once. `key` is their queue partition key (account
-        affinity), if any.
+        redelivered responses linking one URL queue it once (unless its publish failed: then the next
+        attempt queues it). `key` is their queue partition key (account affinity), if any.
         """
         if not requests:
             return ()
         if self._max_depth is not None and routing.depth > self._max_depth:
             self._stats.drop("max_depth", len(requests))
             return ()
+        requeued: list[bytes] = []  # seen keys queued again here, past dedup (redelivered work)
         if self._seen is not None:
-            requests = await self._unseen(requests, scope, redelivered)
+            requests, requeued = await self._unseen(requests, scope, redelivered)
             if not requests:
                 return ()
+        try:
+            await self._publish(requests, routing, key)
+        except BaseException:  # maybe not queued: the next attempt queues them again
+            self._requeued.difference_update(requeued)
+            raise
+        return requests
+
+    async def _publish(self, requests: Sequence[Request], routing: Routing, key: str | None) -> None:
         priority = requests[0].priority
         if all(request.priority == priority for request in requests):  # the common case: one lane
             batch = [Routed(request, routing) for request in requests]
             await self._queue.publish(REQUESTS, batch, key=key, priority=priority)
-            return requests
+            return
         by_priority: defaultdict[int, list[Routed]] = defaultdict(list)
         for request in requests:
             by_priority[request.priority].append(Routed(request, routing))
@@ -92,27 +101,33 @@ class Frontier:
                     tg.start_soon(publish, REQUESTS, lane_batch)
         except ExceptionGroup as group:  # callers tell outages from bugs by the exception's type
             raise group.exceptions[0] from None
-        return requests
 
-    async def _unseen(self, requests: Sequence[Request], scope: str, redelivered: bool) -> Sequence[Request]:
-        """`requests` less the duplicates (those seen before in `scope`, `dont_filter` ones never)."""
+    async def _unseen(
+        self, requests: Sequence[Request], scope: str, redelivered: bool
+    ) -> tuple[Sequence[Request], list[bytes]]:
+        """`requests` less the duplicates (those seen before in `scope`, `dont_filter` ones never).
+
+        Also the keys of the seen ones kept because the work is `redelivered` (noted in `_requeued`).
+        """
         assert self._seen is not None
         checked = [r for r in requests if not r.dont_filter]
         if not checked:
-            return requests
+            return requests, []
         keys = [seen_key(r.fingerprint, scope) for r in checked]
         fresh = await self._seen.add_if_absent(keys)
         if all(fresh):
-            return requests
+            return requests, []
         duplicates = {id(r) for r, new in zip(checked, fresh, strict=True) if not new}
+        requeued: list[bytes] = []
         if redelivered:
             again = [(r, k) for r, k, new in zip(checked, keys, fresh, strict=True) if not new]
             duplicates = {id(r) for r, k in again if k in self._requeued}
-            self._requeued.update(k for _, k in again)
+            requeued = [k for r, k in again if id(r) not in duplicates]
+            self._requeued.update(requeued)
         if duplicates:
             self._stats.drop("duplicate", len(duplicates))
-            return [r for r in requests if id(r) not in duplicates]
-        return requests
+            return [r for r in requests if id(r) not in duplicates], requeued
+        return requests, requeued
 
 
 def seen_scope(module: CompiledModule, routing: Routing) -> str:

@@ -8,6 +8,10 @@ them would refetch pages for nothing. So the download stage counts, in the job's
 every attempt it hands back itself, and a request counts as redelivered only if some earlier attempt is
 not accounted for that way (a worker died holding it, or its parse failed). Any doubt (the store out of
 reach) counts as redelivered: at least once, never lost.
+
+A redelivered request's response may also go through its module's response queue (no parse worker was
+idle): that response is a new message, on its first attempt, so its parse asks about the request it
+was downloaded for, named by the response's `Fence` (`request_redelivered`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ._transient import TRANSIENT
 
 if TYPE_CHECKING:
     from ..coordination import Coordination
-    from ..queue import Delivery
+    from ..queue import Delivery, Fence
 
 __all__ = ("UnparsedMarks",)
 
@@ -48,7 +52,7 @@ class UnparsedMarks:
 
     @staticmethod
     def _key(delivery: Delivery) -> str:
-        return f"unparsed/{delivery.topic}/{delivery.id}"
+        return f"unparsed/{delivery.topic}/{delivery.id}"  # the message's claim (`Fence.claim`)
 
     async def note(self, delivery: Delivery) -> None:
         """Record that this attempt ends unparsed (call before handing the delivery back)."""
@@ -57,16 +61,48 @@ class UnparsedMarks:
 
     async def redelivered(self, delivery: Delivery) -> bool:
         """Whether an earlier attempt of this request may have reached parse."""
-        if delivery.attempt <= 1:
+        return await self._parsed_before(self._key(delivery), delivery.attempt)
+
+    async def request_redelivered(self, fence: Fence) -> bool:
+        """Whether an earlier attempt of the request a queued response was fetched for may have been parsed.
+
+        `fence` is the response's (`Response.fence`): the request's claim, and as its attempt the token,
+        which also counts the attempts the request used before a replay from the dead-letter queue, so
+        after a replay the answer leans to yes.
+
+        Example:
+            >>> import anyio
+            >>> from mocra_core.coordination import LocalCoordination
+            >>> from mocra_core.queue import Delivery, Fence
+            >>> async def main() -> tuple[bool, bool]:
+            ...     marks = UnparsedMarks(LocalCoordination())
+            ...     # attempt 1 was parsed directly by a worker that died; attempt 2's response was queued
+            ...     died = await marks.request_redelivered(Fence("request/7", 2))
+            ...     await marks.note(Delivery("8", "request", "https://x.org/", None, 0, 1, 0.0))  # a 503
+            ...     return died, await marks.request_redelivered(Fence("request/8", 2))
+            >>> anyio.run(main)
+            (True, False)
+        """
+        return await self._parsed_before(f"unparsed/{fence.claim}", fence.token)
+
+    async def _parsed_before(self, key: str, attempt: int) -> bool:
+        """Whether fewer attempts before `attempt` were handed back unparsed than were made."""
+        if attempt <= 1:
             return False
         try:
-            unparsed = await self._coordination.incr(self._key(delivery), 0)
+            unparsed = await self._coordination.incr(key, 0)
         except TRANSIENT:
             return True
-        return unparsed < delivery.attempt - 1
+        return unparsed < attempt - 1
 
     async def forget(self, delivery: Delivery) -> None:
         """Drop the count of a request that is done (only retried requests have one)."""
         if delivery.attempt > 1:
             with contextlib.suppress(*TRANSIENT):
                 await self._coordination.delete(self._key(delivery))
+
+    async def forget_request(self, fence: Fence) -> None:
+        """Drop the count of the request whose queued response (of claim `fence`) is done."""
+        if fence.token > 1:
+            with contextlib.suppress(*TRANSIENT):
+                await self._coordination.delete(f"unparsed/{fence.claim}")

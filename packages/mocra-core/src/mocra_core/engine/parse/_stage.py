@@ -138,6 +138,8 @@ class ParseStage:
             for delivery in deliveries:
                 if _handed_over(delivery):
                     await self._unparsed.forget(delivery)
+                elif (fence := delivery.payload.fence) is not None:  # type: ignore[attr-defined]
+                    await self._unparsed.forget_request(fence)
 
     async def _handle(self, delivery: Delivery) -> None:
         response: Response = delivery.payload  # type: ignore[assignment]
@@ -183,10 +185,20 @@ class ParseStage:
         await self._acker.ack(delivery)
 
     async def _redelivered(self, delivery: Delivery) -> bool:
-        """Whether an earlier attempt may have parsed this response (its follow-ups may be lost)."""
-        if self._unparsed is not None and _handed_over(delivery):
+        """Whether an earlier attempt may have parsed this response (its follow-ups may be lost).
+
+        With direct parse, a queued response on its first attempt may still be one: its request was
+        downloaded again after an earlier attempt reached a parse worker directly (which died, or failed
+        to queue the follow-ups), and no worker was idle for the new response.
+        """
+        if self._unparsed is None:
+            return delivery.attempt > 1
+        if _handed_over(delivery):
             return await self._unparsed.redelivered(delivery)
-        return delivery.attempt > 1
+        if delivery.attempt > 1:
+            return True
+        fence: Fence | None = delivery.payload.fence  # type: ignore[attr-defined]
+        return fence is not None and await self._unparsed.request_redelivered(fence)
 
     async def _items(self, ctx: Ctx[Any], response: Response) -> list[Any]:
         if ctx.ruled_out:
