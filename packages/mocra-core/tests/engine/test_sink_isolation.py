@@ -45,9 +45,14 @@ async def write_together(writer: ItemWriter, submissions: Sequence[list[Any]]) -
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
+        # as if a write ran: an idle writer lets each submitter write alone, these must gather first
+        writer._writing = True
         async with anyio.create_task_group() as submitters:
             for index in range(len(submissions)):
                 submitters.start_soon(submit, index)
+            await anyio.wait_all_tasks_blocked()
+            writer._writing = False
+            writer._written.set()
         writer.close()
     return outcomes
 
@@ -270,3 +275,32 @@ async def test_a_sink_that_is_down_fails_every_submitter_without_trying_each_alo
 
     assert all("connection refused" in str(outcome) for outcome in outcomes)
     assert attempts < 3 + 16  # the batch's 3 attempts, then a few halves: not one write per submitter
+
+
+async def test_a_submitter_finding_the_writer_idle_writes_its_items_itself() -> None:
+    # no hand-over to the writer task and back: the writer task is not even running here
+    got: list[Any] = []
+    writer = ItemWriter(CallbackSink(got.append), MiddlewareChain(), Stats(), SinkSettings())
+    with anyio.fail_after(5):
+        await writer.submit(["a", "b"])
+    assert got == ["a", "b"]
+
+
+async def test_items_submitted_during_a_write_are_written_next_as_one_batch() -> None:
+    writes: list[list[Any]] = []
+
+    class Slow(CallbackSink):
+        async def write(self, items: Sequence[object]) -> None:
+            await anyio.sleep(0.05)
+            writes.append(list(items))
+
+    writer = ItemWriter(Slow(lambda item: None), MiddlewareChain(), Stats(), SinkSettings())
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        async with anyio.create_task_group() as submitters:
+            submitters.start_soon(writer.submit, ["first"])
+            await anyio.sleep(0.01)  # the first submitter writes
+            for item in ("x", "y", "z"):
+                submitters.start_soon(writer.submit, [item])
+        writer.close()
+    assert writes == [["first"], ["x", "y", "z"]]  # one write at a time, in order; group commit
