@@ -11,6 +11,7 @@ UTF-8?) and asks charset-normalizer only for undeclared bodies that are not.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from typing import NamedTuple
 
@@ -107,6 +108,7 @@ def _bom(body: bytes) -> tuple[str, int] | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)  # a crawl sees few Content-Type values; a regex search per response adds up
 def _header_charset(content_type: str | None) -> str | None:
     if content_type:
         match = _CHARSET_PARAM.search(content_type)
