@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from mocra_core.engine.download._domain_feeder import PARK_PER_WORKER
 from mocra_core.testing import LocalServer
 
 from .tree_crawl import (
@@ -35,12 +36,14 @@ PAGES = 300
 CONCURRENCY = 8
 PARSE_WORKERS = 4
 LINKS = 3  # per page
-# What a worker holds when it dies: its downloads, the requests whose responses its parse workers hold
-# (direct parse: a request stays leased until its response is parsed), as many parsed ones whose acks are
-# on their way (the parse stage's acker holds at most one per parse worker), and one request its download
-# feeder leased for the next free worker. Each is fetched again, and since dedup cannot tell whether an
-# attempt that died reached parse, its links that were seen already are queued again past dedup.
-HELD = CONCURRENCY + 2 * PARSE_WORKERS + 1
+# What a worker holds when it dies: its downloads, the requests its download feeder parked for their
+# domain (at most half its park for one domain, as here), the requests whose responses its parse workers
+# hold (direct parse: a request stays leased until its response is parsed), as many parsed ones whose acks
+# are on their way (the parse stage's acker holds at most one per parse worker), and one request its
+# download feeder leased for the next free worker. Each is fetched again, and since dedup cannot tell
+# whether an attempt that died reached parse, its links that were seen already are queued again past dedup.
+PARKED = CONCURRENCY * PARK_PER_WORKER // 2
+HELD = CONCURRENCY + PARKED + 2 * PARSE_WORKERS + 1
 IN_FLIGHT = HELD * (1 + LINKS)
 
 
