@@ -28,7 +28,6 @@ from ._backends import open_backends, open_part
 from ._budget import page_budget
 from ._end import EndCheck, StopReason
 from ._failures import Failure, dead_letters_of, describe_dead_letter
-from ._frozen_heap import frozen_heap
 from ._generation_follow import GenerationFollow
 from ._job_counts import job_counts
 from ._job_ops import JobOps
@@ -36,6 +35,7 @@ from ._lifecycle import ENGINE, FINAL, Lifecycle, describe_error
 from ._open_work import OpenWork
 from ._outcome import why_nothing_crawled
 from ._plan import BackendPlan, job_name
+from ._run_collector import run_collector
 from ._stage_runner import Background, Progress, StageRunner, report_progress
 from ._wiring import STAGES, Wiring, open_downloaders, open_writers
 from .generate import check_modules, seed_once
@@ -250,7 +250,7 @@ class Engine:
             settings, job=job_name(settings, list(self._modules)), cluster=self._cluster
         )
         async with AsyncExitStack() as stack:
-            stack.enter_context(frozen_heap())  # what exists now is not scanned by the run's collections
+            stack.enter_context(run_collector())  # the start-up heap frozen, young collections rarer
             downloaders = await open_downloaders(stack, life, self._extra_downloaders, settings)
             writers = await open_writers(stack, life, self._sinks, self._chain, stats, settings.sink)
             backends = await stack.enter_async_context(open_backends(plan, life))
