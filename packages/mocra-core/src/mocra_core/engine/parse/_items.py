@@ -39,13 +39,15 @@ class _Piece(NamedTuple):
 
 
 class _Batch:
+    """Items to write in one go, by submitter; `done` is set once written (None: nobody waits for it)."""
+
     __slots__ = ("done", "error", "failed", "fences", "items", "sizes")
 
-    def __init__(self) -> None:
+    def __init__(self, *, waited: bool = True) -> None:
         self.items: list[Any] = []
         self.fences: list[Fence | None] = []  # each item's
         self.sizes: list[int] = []  # how many items each submitter added, in order
-        self.done = anyio.Event()
+        self.done = anyio.Event() if waited else None
         self.error: BaseException | None = None  # every submitter failed with it
         self.failed: dict[int, BaseException] = {}  # submitter → why its items were not written
 
@@ -113,9 +115,10 @@ class ItemWriter:
             submitter = len(batch.sizes)
             batch.add(items, fence)
             self._wake.set()
+            assert batch.done is not None
             await batch.done.wait()
         else:  # the writer is idle: write now, in this task
-            batch, submitter = _Batch(), 0
+            batch, submitter = _Batch(waited=False), 0
             batch.add(items, fence)
             await self._write_alone(batch)
         error = batch.failed.get(submitter, batch.error) if batch.failed else batch.error
@@ -132,6 +135,7 @@ class ItemWriter:
             batch, self._next = self._next, _Batch()
             if batch.items:
                 await self._write_alone(batch)
+            assert batch.done is not None
             batch.done.set()
             if self._closing and not self._next.items:
                 return
