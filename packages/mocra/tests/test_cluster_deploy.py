@@ -17,6 +17,7 @@ from collections import Counter
 import httpx
 import pytest
 
+from .paced import Paced
 from .test_reload import after, rows, spider
 from .tree_crawl import NATS_URL, free_addr, fresh_job, port_open, serving, tree_page, wait_until
 
@@ -61,7 +62,11 @@ def deploy(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_deploy_and_a_rollback_through_one_nodes_api(tmp_path: pathlib.Path) -> None:
     addrs = [free_addr() for _ in range(3)]
     apis = [free_addr() for _ in range(3)]
-    with serving(tree_page(PAGES, 0.4)) as site, fresh_job(NATS_URL, prefix="c") as job:
+    # 0.4 s a page while the test waits for items, a second while it waits for a deploy command (a loaded
+    # machine crawled 200 pages by the deploy, then the queued work of generation 1, then that of 2, and
+    # the crawl was over before the rollback showed), none once only the rest of the crawl is left
+    paced = Paced(tree_page(PAGES, 0.0), delay=0.4)
+    with serving(paced) as site, fresh_job(NATS_URL, prefix="c") as job:
         base = site.url("").rstrip("/")
         file = spider(tmp_path / "tree.py", base, 1)
         outs = [tmp_path / f"n{n}.jsonl" for n in range(3)]
@@ -72,6 +77,7 @@ def test_a_deploy_and_a_rollback_through_one_nodes_api(tmp_path: pathlib.Path) -
         ]
         wait_until(lambda: all(rows(out) for out in outs) and len(rows(*outs)) >= 20, nodes, 60, "no items")
         api = f"http://{apis[1]}"
+        paced.delay = 1.0
 
         # the request carries no code nor path: the node refuses one
         refused = httpx.post(
@@ -89,15 +95,19 @@ def test_a_deploy_and_a_rollback_through_one_nodes_api(tmp_path: pathlib.Path) -
 
         spider(file, base, 2)
         done = deploy("--api", api, "--job", job)
+        paced.delay = 0.4
         assert done.returncode == 0, done.stderr
         assert "tree generation 2 (" in done.stdout and "generation 1 drains" in done.stdout, done.stdout
         wait_until(lambda: sum(r["gen"] == 2 for r in rows(*outs)) >= 30, nodes, 90, "no item of gen 2")
 
+        paced.delay = 1.0
         back = deploy("--api", f"http://{apis[2]}", "--job", job, "--activate", "1")
+        paced.delay = 0.4
         assert back.returncode == 0, back.stderr
         assert "generation 1 active again" in back.stdout, back.stdout
         marks = [len(rows(out)) for out in outs]
         wait_until(lambda: after(outs, marks).count(1) >= 20, nodes, 90, "no item of gen 1 again")
+        paced.delay = 0.0
         outputs = [node.communicate(timeout=240)[0].decode() for node in nodes]
     for node, output in zip(nodes, outputs, strict=True):
         assert node.returncode == 0, output

@@ -14,6 +14,7 @@ from collections import Counter
 import msgspec
 import pytest
 
+from .paced import Paced
 from .tree_crawl import REDIS_URL, SPIDER, fresh_job, mocra, serving, tree_page, wait_until
 
 pytestmark = pytest.mark.slow
@@ -51,12 +52,15 @@ def finish(process: subprocess.Popen[bytes]) -> str:
 
 def test_one_process_reloads_its_edited_file_mid_crawl(tmp_path: pathlib.Path) -> None:
     pages = 120
-    with serving(tree_page(pages=pages, delay=0.2)) as site:
+    paced = Paced(tree_page(pages=pages, delay=0.0), delay=0.2)
+    with serving(paced) as site:
         file = spider(tmp_path / "tree.py", site.url("").rstrip("/"), 1)
         out = tmp_path / "items.jsonl"
         process = start(file, out)
         wait_until(lambda: len(rows(out)) >= 10, [process], 60, "no items")
         spider(file, site.url("").rstrip("/"), 2)
+        wait_until(lambda: [r["gen"] for r in rows(out)].count(2) >= 10, [process], 60, "no item of gen 2")
+        paced.delay = 0.0  # the reload is done: the rest of the crawl at full speed
         output = finish(process)
     found = rows(out)
     assert Counter(row["id"] for row in found) == Counter(range(pages))  # none lost, none twice
@@ -71,7 +75,8 @@ def test_one_process_reloads_its_edited_file_mid_crawl(tmp_path: pathlib.Path) -
 
 def test_three_workers_follow_a_deploy_and_a_rollback(tmp_path: pathlib.Path) -> None:
     pages = 600
-    with serving(tree_page(pages=pages, delay=0.4)) as site, fresh_job(REDIS_URL) as job:
+    paced = Paced(tree_page(pages=pages, delay=0.0), delay=0.4)
+    with serving(paced) as site, fresh_job(REDIS_URL) as job:
         base = site.url("").rstrip("/")
         file = spider(tmp_path / "tree.py", base, 1)
         where = ["--queue", REDIS_URL, "--job", job]
@@ -87,6 +92,7 @@ def test_three_workers_follow_a_deploy_and_a_rollback(tmp_path: pathlib.Path) ->
         assert "generation 1 active again" in back
         marks = [len(rows(out)) for out in outs]
         wait_until(lambda: after(outs, marks).count(1) >= 20, workers, 60, "no item of gen 1 again")
+        paced.delay = 0.0  # the deploy and the rollback are done: the rest of the crawl at full speed
         outputs = [finish(worker) for worker in workers]
         status = mocra("deploy", "--status", *where)
     found = rows(*outs)
