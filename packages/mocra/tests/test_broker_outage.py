@@ -14,6 +14,7 @@ import pytest
 
 from mocra_core.testing import LocalServer
 
+from .paced import Paced
 from .tree_crawl import (
     NATS_URL,
     free_port,
@@ -36,8 +37,13 @@ REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
 @pytest.fixture
-def site() -> Iterator[LocalServer]:
-    with serving(tree_page(PAGES, 0.05)) as server:
+def paced() -> Paced:
+    return Paced(tree_page(PAGES, 0.0), delay=0.05)
+
+
+@pytest.fixture
+def site(paced: Paced) -> Iterator[LocalServer]:
+    with serving(paced) as server:
         yield server
 
 
@@ -53,11 +59,12 @@ def redis(port: int, store: pathlib.Path) -> list[str]:
 
 
 BROKERS: dict[str, tuple[Callable[[int, pathlib.Path], list[str]], Callable[[int], list[str]]]] = {
-    "nats": (nats, lambda port: ["--queue", f"nats://127.0.0.1:{port}"]),
-    # a Redis call retries for 3 s (not 30): the 8 s outage outlasts the backend's own patience
+    # a NATS request waits 2 s (not 5), as above
+    "nats": (nats, lambda port: ["--queue", f"nats://127.0.0.1:{port}", "-s", "queue.nats.timeout=2"]),
+    # a Redis call retries for 2 s (not 30): the 5 s outage outlasts the backend's own patience
     "redis": (
         redis,
-        lambda port: ["--queue", f"redis://127.0.0.1:{port}/0", "-s", "queue.redis.reconnect_timeout=3"],
+        lambda port: ["--queue", f"redis://127.0.0.1:{port}/0", "-s", "queue.redis.reconnect_timeout=2"],
     ),
 }
 
@@ -109,14 +116,15 @@ def start_worker(
 
 
 def test_a_worker_rides_out_its_broker_going_away(
-    tmp_path: pathlib.Path, site: LocalServer, broker: Broker
+    tmp_path: pathlib.Path, site: LocalServer, paced: Paced, broker: Broker
 ) -> None:
     worker = start_worker(tmp_path, site, broker)
     wait_until(lambda: len(items(tmp_path / "a.jsonl")) >= 40, [worker], 60, "the worker made no progress")
     broker.kill()
-    time.sleep(8)  # longer than a broker call waits (5 s): the worker's own retries give up meanwhile
+    time.sleep(5)  # longer than a broker call waits (2 s): the worker's own retries give up meanwhile
     assert worker.poll() is None, worker.communicate()[0].decode()
     broker.start()
+    paced.delay = 0.0  # the rest of the crawl at full speed
 
     out = worker.communicate(timeout=120)[0].decode()
 
