@@ -139,8 +139,16 @@ def test_a_bare_host_gets_https(tmp_path: pathlib.Path) -> None:
     assert 'name = "quotes-2"' in source and "class Quotes2(Spider[Page]):" in source
 
 
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A mypy cache for both kinds: the second check reuses what the first learnt of mocra (9 s cold)."""
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
 @pytest.mark.parametrize("kind", ["spider", "module"])
-def test_generated_files_pass_the_projects_ruff_and_mypy_strict(kind: str, tmp_path: pathlib.Path) -> None:
+def test_generated_files_pass_the_projects_ruff_and_mypy_strict(
+    kind: str, tmp_path: pathlib.Path, mypy_cache: pathlib.Path
+) -> None:
     path = write_new(kind, "shop", "https://example.com/", folder=tmp_path)
     tools = pathlib.Path(sys.executable).parent
 
@@ -151,7 +159,7 @@ def test_generated_files_pass_the_projects_ruff_and_mypy_strict(kind: str, tmp_p
         [tools / "ruff", "format", "--check", str(path)], cwd=ROOT, capture_output=True, text=True
     )
     types = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(path)],
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(mypy_cache), str(path)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
