@@ -237,15 +237,8 @@ async def test_a_busy_lane_queues_as_many_responses_as_it_has_workers_then_waits
         async with anyio.create_task_group() as tg:
             tg.start_soon(lanes.run, 2, handle)
             await anyio.sleep(0.01)
-            handed: list[bool] = []
-
-            async def hand(n: int) -> None:
-                handed.append(await lanes.hand("m", response(n)))
-
-            tg.start_soon(hand, 0)  # the first two are parsed by their callers, in the idle workers' places
-            tg.start_soon(hand, 1)
-            await anyio.sleep(0.01)
-            assert handed == []  # still parsing
+            assert await lanes.hand("m", response(0))  # idle workers take the first two
+            assert await lanes.hand("m", response(1))
             assert not await lanes.hand("m", response(2))  # busy: the caller queues two on the topic
             assert not await lanes.hand("m", response(3))
             with anyio.move_on_after(0.1) as waiting:  # then back-pressure: the hand-over waits
@@ -253,21 +246,3 @@ async def test_a_busy_lane_queues_as_many_responses_as_it_has_workers_then_waits
             assert waiting.cancelled_caught
             lanes.halt()
             release.set()
-        assert handed == [True, True]
-
-
-async def test_a_response_handed_to_an_idle_lane_is_parsed_in_the_callers_task() -> None:
-    # the idle worker waits on in its place: no wake-up of another task per page
-    parsed_in: list[object] = []
-
-    async def handle(delivery: Delivery) -> None:
-        parsed_in.append(anyio.get_current_task().id)
-
-    async with MemoryQueue() as queue:
-        lanes = ParseLanes(queue, ["m"], lambda: False)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lanes.run, 1, handle)
-            await anyio.sleep(0.01)
-            assert await lanes.hand("m", Delivery("0", "request", "response 0", None, 0, 1, 0.0))
-            assert parsed_in == [anyio.get_current_task().id]
-            lanes.halt()

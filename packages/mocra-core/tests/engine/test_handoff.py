@@ -151,38 +151,3 @@ async def test_a_hand_over_to_a_waiting_counterpart_does_not_yield() -> None:
         tg.start_soon(other)
         await handoff.put("taken at once")
         assert ran == ["other"]  # by the earlier sleep only: the put did not yield either
-
-
-async def test_a_borrowed_place_given_back_takes_the_best_waiting_offer_or_waits_first_in_line() -> None:
-    handoff: Handoff[str] = Handoff()
-    assert handoff.borrow() is None  # no worker waits
-    got: list[str] = []
-
-    async def worker() -> None:
-        try:
-            got.append(await handoff.get())
-        except anyio.EndOfStream:
-            got.append("end")
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(worker)
-        await anyio.sleep(0.01)
-        place = handoff.borrow()
-        assert place is not None
-        tg.start_soon(handoff.put, "low", 0)
-        tg.start_soon(handoff.put, "high", 5)
-        await anyio.sleep(0.01)  # no free worker meanwhile: both wait
-        assert got == []
-        handoff.give_back(place)
-        await anyio.sleep(0.01)
-        assert got == ["high"]
-        assert await handoff.get() == "low"
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(worker)
-        await anyio.sleep(0.01)
-        place = handoff.borrow()
-        assert place is not None
-        handoff.close()
-        handoff.give_back(place)  # closed meanwhile: its worker sees the end of the stream
-    assert got == ["high", "end"]

@@ -70,7 +70,6 @@ class Feeder:
         self._halted = False
         self._consuming: anyio.CancelScope | None = None
         self._handoff: Handoff[Delivery] | None = None  # while feeding
-        self._handle: Callable[[Delivery], Awaitable[None]] | None = None  # the workers' (while feeding)
         self._return = LeaseReturn(queue, topic)
         self._unstarted: dict[int, Delivery] = {}  # leased, not yet taken by a worker
 
@@ -102,26 +101,6 @@ class Feeder:
             return False
         return True
 
-    async def run_here(self, delivery: Delivery) -> bool:
-        """Handle `delivery` in the caller's task, in the place of an idle worker; False if none is idle.
-
-        The idle worker waits on meanwhile and the pool stays at its size: the same as handing it the
-        delivery (`hand(wait=False)`), less the worker's wake-up (the crawl's hot path: one a page).
-        """
-        handoff, handle = self._handoff, self._handle
-        if handoff is None or handle is None or self._halted:
-            return False
-        place = handoff.borrow()
-        if place is None:
-            return False
-        self._idle -= 1
-        try:
-            await self._handle_one(handle, delivery)
-        finally:
-            self._idle += 1
-            handoff.give_back(place)
-        return True
-
     async def run(self, workers: int, handle: Callable[[Delivery], Awaitable[None]]) -> None:
         """Feed `workers` workers calling `handle` until the feeder stops; returns when all are done.
 
@@ -134,11 +113,11 @@ class Feeder:
             async with anyio.create_task_group() as tg:
                 for index in range(workers):
                     tg.start_soon(self._work, handoff, handle, name=f"{self._group}-{index}")
-                self._handoff, self._handle = handoff, handle
+                self._handoff = handoff
                 try:
                     await self._feed(handoff)
                 finally:
-                    self._handoff = self._handle = None
+                    self._handoff = None
                     handoff.close()
         finally:
             left, self._unstarted = list(self._unstarted.values()), {}
@@ -189,12 +168,9 @@ class Feeder:
             finally:
                 self._idle -= 1
             self._unstarted.pop(id(delivery), None)
-            await self._handle_one(handle, delivery)
-
-    async def _handle_one(self, handle: Callable[[Delivery], Awaitable[None]], delivery: Delivery) -> None:
-        try:
-            await handle(delivery)
-        except TRANSIENT as exc:  # left leased: it comes back when its lease expires
-            if self._outage is None:
-                raise
-            self._outage.failed(exc, f"handling a {self._topic!r} message")
+            try:
+                await handle(delivery)
+            except TRANSIENT as exc:  # left leased: it comes back when its lease expires
+                if self._outage is None:
+                    raise
+                self._outage.failed(exc, f"handling a {self._topic!r} message")

@@ -89,33 +89,6 @@ class Handoff(Generic[T]):
                 return
         raise anyio.WouldBlock
 
-    def borrow(self) -> _Claim[T] | None:
-        """Take the place of the longest-waiting worker, which waits on; None if no worker waits.
-
-        The caller does that worker's job itself (no task wake-up) and must `give_back` the place after.
-        """
-        while self._claims:
-            claim = self._claims.popleft()
-            if not claim.ready.is_set():  # not given up by a cancelled worker
-                return claim
-        return None
-
-    def give_back(self, claim: _Claim[T]) -> None:
-        """Return a borrowed place: its worker takes the best waiting offer, or waits again first in line."""
-        if claim.ready.is_set():  # its worker was cancelled meanwhile
-            return
-        while self._offers:
-            _, _, offer = heapq.heappop(self._offers)
-            if not offer.withdrawn:
-                claim.item, claim.filled = offer.item, True
-                offer.taken.set()
-                claim.ready.set()
-                return
-        if self._closed:
-            claim.ready.set()  # unfilled: end of stream
-            return
-        self._claims.appendleft(claim)
-
     async def put(self, item: T, priority: int = 0) -> None:
         """Hand `item` to a worker, waiting for one; `anyio.ClosedResourceError` once closed.
 

@@ -96,14 +96,13 @@ class ParseLanes:
     async def hand(self, module: str, delivery: Delivery) -> bool:
         """Hand `delivery` to a worker of `module`'s lane; False (nothing done): queue it on its topic.
 
-        With a worker idle, the caller parses it at once, in that worker's place (`Feeder.run_here`).
-        Otherwise False while the lane has fewer than its workers' number of responses queued by this
-        process, else this waits for a worker (False if stopped).
+        An idle worker takes it at once. Otherwise False while the lane has fewer than its workers'
+        number of responses queued by this process, else this waits for a worker (False if stopped).
         """
         lane = self._lanes.get(module)
         if lane is None:
             return False
-        if await lane.run_here(delivery):  # parsed by the caller in an idle worker's place
+        if await lane.hand(delivery, wait=False):
             return True
         if self._queued[module] < self._backlog:
             self._queued[module] += 1
