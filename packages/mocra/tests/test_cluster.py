@@ -17,6 +17,7 @@ from mocra._cli import main
 from mocra_cluster import ClusterConfig, RaftControlPlane
 from mocra_core.testing import LocalServer
 
+from .paced import Paced
 from .tree_crawl import (
     NATS_URL,
     SPIDER,
@@ -119,10 +120,15 @@ async def test_cluster_status_asks_a_running_node(
 
 
 @pytest.fixture
-def site() -> Iterator[LocalServer]:
+def paced() -> Paced:
     # slow enough that the bootstrap node, crawling alone until the others have joined (1-2 s), is still
     # far from done when they come in (at 0.01 s it could finish the 300 pages before they got any work)
-    with serving(tree_page(PAGES, 0.2)) as server:
+    return Paced(tree_page(PAGES, 0.0), delay=0.2)
+
+
+@pytest.fixture
+def site(paced: Paced) -> Iterator[LocalServer]:
+    with serving(paced) as server:
         yield server
 
 
@@ -148,7 +154,9 @@ def start_node(
 
 
 @pytest.mark.slow
-def test_three_nodes_crawl_over_nats_and_survive_a_sigkill(tmp_path: pathlib.Path, site: LocalServer) -> None:
+def test_three_nodes_crawl_over_nats_and_survive_a_sigkill(
+    tmp_path: pathlib.Path, site: LocalServer, paced: Paced
+) -> None:
     addrs = [free_addr() for _ in range(3)]
     started = time.monotonic()
     with fresh_job(NATS_URL, prefix="c") as job:
@@ -166,6 +174,7 @@ def test_three_nodes_crawl_over_nats_and_survive_a_sigkill(tmp_path: pathlib.Pat
             "the nodes made no progress",
         )
         kill(first)  # the bootstrap node, most likely the Raft leader
+        paced.delay = 0.0  # the survivors crawl the rest at full speed
         outputs = [node.communicate(timeout=60)[0].decode() for node in others]
         elapsed = time.monotonic() - started
     for node, out in zip(others, outputs, strict=True):
