@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from .paced import Paced
+from .reaping import reaping
 from .test_reload import after, rows, spider
 from .tree_crawl import NATS_URL, free_addr, fresh_job, port_open, serving, tree_page, wait_until
 
@@ -66,15 +67,13 @@ def test_a_deploy_and_a_rollback_through_one_nodes_api(tmp_path: pathlib.Path) -
     # machine crawled 200 pages by the deploy, then the queued work of generation 1, then that of 2, and
     # the crawl was over before the rollback showed), none once only the rest of the crawl is left
     paced = Paced(tree_page(PAGES, 0.0), delay=0.4)
-    with serving(paced) as site, fresh_job(NATS_URL, prefix="c") as job:
+    with serving(paced) as site, fresh_job(NATS_URL, prefix="c") as job, reaping() as nodes:
         base = site.url("").rstrip("/")
         file = spider(tmp_path / "tree.py", base, 1)
         outs = [tmp_path / f"n{n}.jsonl" for n in range(3)]
-        first = start_node(file, outs[0], job, "n0", addrs[0], "", apis[0])
-        wait_until(lambda: port_open(addrs[0]), [first], 20, f"{addrs[0]} did not start", interval=0.05)
-        nodes = [first] + [
-            start_node(file, outs[i], job, f"n{i}", addrs[i], addrs[0], apis[i]) for i in (1, 2)
-        ]
+        nodes.append(start_node(file, outs[0], job, "n0", addrs[0], "", apis[0]))
+        wait_until(lambda: port_open(addrs[0]), nodes, 20, f"{addrs[0]} did not start", interval=0.05)
+        nodes += [start_node(file, outs[i], job, f"n{i}", addrs[i], addrs[0], apis[i]) for i in (1, 2)]
         wait_until(lambda: all(rows(out) for out in outs) and len(rows(*outs)) >= 20, nodes, 60, "no items")
         api = f"http://{apis[1]}"
         paced.delay = 1.0

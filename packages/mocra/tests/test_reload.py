@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from .paced import Paced
+from .reaping import reaping
 from .tree_crawl import REDIS_URL, SPIDER, fresh_job, mocra, serving, tree_page, wait_until
 
 pytestmark = pytest.mark.slow
@@ -53,10 +54,11 @@ def finish(process: subprocess.Popen[bytes]) -> str:
 def test_one_process_reloads_its_edited_file_mid_crawl(tmp_path: pathlib.Path) -> None:
     pages = 120
     paced = Paced(tree_page(pages=pages, delay=0.0), delay=0.2)
-    with serving(paced) as site:
+    with serving(paced) as site, reaping() as started:
         file = spider(tmp_path / "tree.py", site.url("").rstrip("/"), 1)
         out = tmp_path / "items.jsonl"
         process = start(file, out)
+        started.append(process)
         wait_until(lambda: len(rows(out)) >= 10, [process], 60, "no items")
         spider(file, site.url("").rstrip("/"), 2)
         wait_until(lambda: [r["gen"] for r in rows(out)].count(2) >= 10, [process], 60, "no item of gen 2")
@@ -76,12 +78,12 @@ def test_one_process_reloads_its_edited_file_mid_crawl(tmp_path: pathlib.Path) -
 def test_three_workers_follow_a_deploy_and_a_rollback(tmp_path: pathlib.Path) -> None:
     pages = 600
     paced = Paced(tree_page(pages=pages, delay=0.0), delay=0.4)
-    with serving(paced) as site, fresh_job(REDIS_URL) as job:
+    with serving(paced) as site, fresh_job(REDIS_URL) as job, reaping() as workers:
         base = site.url("").rstrip("/")
         file = spider(tmp_path / "tree.py", base, 1)
         where = ["--queue", REDIS_URL, "--job", job]
         outs = [tmp_path / f"w{n}.jsonl" for n in range(3)]
-        workers = [start(file, out, *where) for out in outs]
+        workers += [start(file, out, *where) for out in outs]
         wait_until(lambda: len(rows(*outs)) >= 20, workers, 60, "no items")
 
         spider(file, base, 2)
