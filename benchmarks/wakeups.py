@@ -49,12 +49,12 @@ def main() -> None:
     run = asyncio.events.Handle._run
 
     def counted(handle: asyncio.events.Handle) -> None:
-        task = getattr(handle._callback, "__self__", None)  # a task's wake-up is its bound __wakeup
+        task = getattr(getattr(handle, "_callback", None), "__self__", None)  # a task.s bound __wakeup
         if isinstance(task, asyncio.Task):
             counts[waiting_at(task, args.frames)] += 1
         run(handle)
 
-    asyncio.events.Handle._run = counted  # type: ignore[method-assign]
+    asyncio.events.Handle._run = counted  # type: ignore[method-assign,assignment]
 
     def report() -> None:
         print(f"task wake-ups: {sum(counts.values())}", file=sys.stderr)
