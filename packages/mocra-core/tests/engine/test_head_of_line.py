@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 REDIS_URL = "redis://127.0.0.1:6379/15"
 CONCURRENCY = 16
 PER_DOMAIN = 8
-SLOW = 3 * CONCURRENCY  # pages of the slow domain, 1 s each, queued first
+SLOW = 3 * CONCURRENCY  # pages of the slow domain, 0.5 s each, queued first: 3 s at 8 at once
 FAST = 300  # pages of the fast domain, queued behind them
 FAST_DELAY = 0.025  # seconds per fast page: 300 pages at 8 at once take about 1 s alone
 
@@ -61,8 +61,12 @@ def sleeping(delay: float) -> ServerResponse | object:
 
 @pytest.fixture
 def sites() -> Iterator[tuple[LocalServer, LocalServer]]:
-    """The slow site (1 s a page) and the fast one, each serving from a thread of its own."""
-    slow = LocalServer(fallback=sleeping(1.0))  # type: ignore[arg-type]
+    """The slow site (0.5 s a page) and the fast one, each serving from a thread of its own.
+
+    Blocked behind the slow pages, the fast ones would wait 1.5 s or more (48 slow pages over all 16
+    download slots), past 1.3x their ~1 s alone.
+    """
+    slow = LocalServer(fallback=sleeping(0.5))  # type: ignore[arg-type]
     fast = LocalServer(fallback=sleeping(FAST_DELAY))  # type: ignore[arg-type]
     with slow.run_in_thread(), fast.run_in_thread():
         yield slow, fast
