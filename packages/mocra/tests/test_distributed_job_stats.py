@@ -20,6 +20,7 @@ import pytest
 from mocra_core.testing import Handler, LocalServer, ServerRequest, ServerResponse
 
 from .paced import Paced
+from .reaping import reaping
 from .tree_crawl import (
     SharedJob,
     items,
@@ -161,18 +162,23 @@ def test_each_worker_reports_its_run_and_the_jobs_counts(
 def test_after_a_worker_is_killed_the_job_line_misses_at_most_its_last_second(
     tmp_path: pathlib.Path, site: LocalServer, fetch_log: FetchLog, paced: Paced, broker_job: SharedJob
 ) -> None:
-    first = start_worker(tmp_path, site, "a", broker_job)
-    second = start_worker(tmp_path, site, "b", broker_job)
-    wait_until(lambda: fetch_log.by("worker-a") > 0, [first], 60, "worker a made no progress")
-    crawling = time.monotonic()
-    # kill a mid-crawl, after it saved its counts at least once (a second after it began crawling)
-    wait_until(lambda: time.monotonic() > crawling + SAVE_INTERVAL + SLACK, [first], 60, "?")
-    assert len(fetch_log.fetches) < PAGES - 50, "the crawl is nearly over before the kill: make it longer"
-    killed_at = time.monotonic()
-    kill(first)
-    paced.delay = 0.0  # the survivor crawls the rest at full speed
+    # slower until a crawls: b alone had fetched 450 pages by then, and the job was over before the kill
+    paced.delay = 2.5 * DELAY
+    with reaping() as workers:
+        first = start_worker(tmp_path, site, "a", broker_job)
+        second = start_worker(tmp_path, site, "b", broker_job)
+        workers += [first, second]
+        wait_until(lambda: fetch_log.by("worker-a") > 0, [first], 60, "worker a made no progress")
+        paced.delay = DELAY
+        crawling = time.monotonic()
+        # kill a mid-crawl, after it saved its counts at least once (a second after it began crawling)
+        wait_until(lambda: time.monotonic() > crawling + SAVE_INTERVAL + SLACK, [first], 60, "?")
+        assert len(fetch_log.fetches) < PAGES - 50, "the crawl is nearly over before the kill: make it longer"
+        killed_at = time.monotonic()
+        kill(first)
+        paced.delay = 0.0  # the survivor crawls the rest at full speed
 
-    out = second.communicate(timeout=120)[0].decode()
+        out = second.communicate(timeout=120)[0].decode()
 
     assert second.returncode == 0, out
     hits = sum(page_hits(site).values())
