@@ -16,6 +16,8 @@ from mocra_core import ConfigError, redact
 from mocra_core.engine import BackendPlan, JobDir, read_job_counts, recorded_modules
 from mocra_core.topics import STAGES, run_topics
 
+from ._settings_args import add_settings_arguments
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator, Sequence
@@ -235,14 +237,10 @@ def add_job_arguments(parser: argparse.ArgumentParser, *, api: str | None = None
     if api is not None:
         where.add_argument("--api", metavar="URL", help=api)
     parser.add_argument("--job", metavar="NAME", help="with --queue: the job given to `mocra run --job`")
-    parser.add_argument("-c", "--config", help="with --queue: a TOML settings file ([queue.*] options)")
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="with --queue: override a setting",
+    add_settings_arguments(
+        parser,
+        set_help="with --queue: override a setting",
+        config_help="with --queue: a TOML settings file ([queue.*] options)",
     )
 
 

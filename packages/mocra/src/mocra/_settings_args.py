@@ -12,17 +12,15 @@ if TYPE_CHECKING:
 __all__ = ("add_settings_arguments", "load_settings")
 
 
-def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add `-s/--set KEY=VALUE` (repeatable) and `-c/--config FILE` to `parser`."""
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a setting (repeatable)",
-    )
-    parser.add_argument("-c", "--config", help="a TOML settings file")
+def add_settings_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    set_help: str = "override a setting (repeatable)",
+    config_help: str = "a TOML settings file",
+) -> None:
+    """Add `-s/--set KEY=VALUE` (repeatable) and `-c/--config FILE` to `parser`, with these help texts."""
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="KEY=VALUE", help=set_help)
+    parser.add_argument("-c", "--config", help=config_help)
 
 
 def load_settings(args: argparse.Namespace) -> Settings:
