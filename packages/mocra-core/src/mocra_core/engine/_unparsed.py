@@ -52,7 +52,7 @@ class UnparsedMarks:
 
     @staticmethod
     def _key(delivery: Delivery) -> str:
-        return f"unparsed/{delivery.topic}/{delivery.id}"  # the message's claim (`Fence.claim`)
+        return _key_of(f"{delivery.topic}/{delivery.id}")  # the message's claim (`Fence.claim`)
 
     async def note(self, delivery: Delivery) -> None:
         """Record that this attempt ends unparsed (call before handing the delivery back)."""
@@ -83,7 +83,7 @@ class UnparsedMarks:
             >>> anyio.run(main)
             (True, False)
         """
-        return await self._parsed_before(f"unparsed/{fence.claim}", fence.token)
+        return await self._parsed_before(_key_of(fence.claim), fence.token)
 
     async def _parsed_before(self, key: str, attempt: int) -> bool:
         """Whether fewer attempts before `attempt` were handed back unparsed than were made."""
@@ -105,4 +105,9 @@ class UnparsedMarks:
         """Drop the count of the request whose queued response (of claim `fence`) is done."""
         if fence.token > 1:
             with contextlib.suppress(*TRANSIENT):
-                await self._coordination.delete(f"unparsed/{fence.claim}")
+                await self._coordination.delete(_key_of(fence.claim))
+
+
+def _key_of(claim: str) -> str:
+    """The coordination counter of a request message's unparsed attempts, by its claim (`topic/id`)."""
+    return f"unparsed/{claim}"
